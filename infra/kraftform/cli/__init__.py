@@ -1,0 +1,51 @@
+"""The `kraftform` command line. Each subcommand lives in a small module that registers itself here.
+
+Exit codes, for every command: 0 success (no changes), 1 error (invalid specs, bad usage, a failed
+operation), 2 success with changes or findings (diff, plan, lint). User errors never print a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from kraftform.cli import spec_commands
+from kraftform.errors import KraftformError, SpecError, UsageError
+
+EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on bad usage, which would read as "changes found"; make it an error (1)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message}\n{self.format_usage().strip()}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kraftform", description=__doc__.split("\n")[0] if __doc__ else None)
+    from kraftform import __version__
+
+    parser.add_argument("--version", action="version", version=f"kraftform {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    spec_commands.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        code: int = args.handler(args)
+        return code
+    except SpecError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return EXIT_ERROR
+    except KraftformError as exc:
+        print(f"kraftform: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("kraftform: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,60 @@
+"""The one exception hierarchy of kraftform.
+
+    KraftformError                 anything a user can act on; the CLI prints it and exits 1
+    ├── SpecError                  the spec set is invalid; carries every problem found, each with its place
+    ├── UsageError                 the command line or its files are wrong (missing directory, bad option)
+    └── PlanRefusedError           a change that kraftform refuses to make (e.g. a partition decrease)
+
+Lower-level exceptions (YAML, jsonschema, OS errors) are translated at the boundary, so the CLI never
+shows a traceback for a user's mistake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """Where a value sits in a spec file: 1-based line and column, and its JSON path."""
+
+    file: str
+    line: int = 1
+    column: int = 1
+    path: str = "$"
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.path}"
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    """One thing wrong with the specs; sorted by place so reports are stable."""
+
+    location: Location
+    message: str
+
+    def __str__(self) -> str:
+        # One problem, one line: tools and reviewers grep these.
+        return f"{self.location}: {' '.join(self.message.split())}"
+
+
+class KraftformError(Exception):
+    """Base of every error a user can fix; `str()` is the message the CLI prints."""
+
+
+class UsageError(KraftformError):
+    """The invocation is wrong: a missing directory, an unreadable file, an unknown profile."""
+
+
+class PlanRefusedError(KraftformError):
+    """kraftform will not make this change (it would lose data or cannot be done by Kafka)."""
+
+
+class SpecError(KraftformError):
+    """The spec set is invalid. Holds all problems, so the user fixes them in one pass."""
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems: Sequence[Problem] = tuple(sorted(set(problems)))
+        super().__init__("\n".join(str(p) for p in self.problems))

@@ -1,0 +1,190 @@
+"""Current state + desired state -> Plan. Pure: the same code serves pull-request diffs and live plans.
+
+Safety classes follow what a change does to data and clients, not what kind of resource it touches:
+shortening retention deletes data (destructive) although it is "only a config"; growing partitions loses
+nothing but remaps keys (disruptive). A partition decrease is refused, never done by recreating the topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
+from kraftform.plan.state import ClusterState, TopicState
+from kraftform.spec.model import AclBinding, QuotaEntity
+from kraftform.units import human_bytes, human_duration_ms
+
+#: Retention-like keys where a smaller value deletes existing data; -1 (and -2 for local.*) mean "no limit".
+_SHRINK_DELETES = ("retention.ms", "retention.bytes", "local.retention.ms", "local.retention.bytes")
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """What kraftform may change or delete on the current side. Offline diffs own everything."""
+
+    topic: Callable[[str], bool] = lambda _name: True
+    acl: Callable[[AclBinding], bool] = lambda _binding: True
+    quota: Callable[[QuotaEntity], bool] = lambda _entity: True
+    user: Callable[[str], bool] = lambda _name: True
+
+
+def _limit(value: str | None) -> float:
+    number = int(value) if value is not None else -1
+    return float("inf") if number < 0 else float(number)
+
+
+def _display(key: str, value: str | None) -> str | None:
+    if value is not None and key.endswith(".ms") and value.lstrip("-").isdigit() and int(value) > 0:
+        return f"{value} ({human_duration_ms(int(value))})"
+    return value
+
+
+def classify_config_change(key: str, current: str | None, desired: str | None) -> tuple[Safety, str]:
+    """Safety and reason of changing one topic config from `current` to `desired` (effective values)."""
+    if key in _SHRINK_DELETES and _limit(desired) < _limit(current):
+        return Safety.DESTRUCTIVE, "shorter retention: existing records beyond it are deleted"
+    if key == "cleanup.policy":
+        return Safety.DESTRUCTIVE, ("cleanup policy change: compaction drops older values per key, and "
+                                   "delete removes old segments")
+    if key == "min.insync.replicas" and int(desired or 1) > int(current or 1):
+        return Safety.DISRUPTIVE, "more in-sync replicas required: acks=all producers fail sooner"
+    if key == "max.message.bytes" and int(desired or 0) < int(current or 0):
+        return Safety.DISRUPTIVE, "smaller maximum message: producers of larger records are rejected"
+    if key == "unclean.leader.election.enable" and desired == "true":
+        return Safety.DISRUPTIVE, "unclean leader election allows losing acknowledged writes on failover"
+    if key == "remote.storage.enable":
+        return Safety.DISRUPTIVE, "tiered storage switched: segments move between local and remote storage"
+    return Safety.SAFE, "config change"
+
+
+def _topic_changes(name: str, cur: TopicState, want: TopicState, current: ClusterState,
+                   desired: ClusterState) -> list[Change]:
+    changes: list[Change] = []
+    if want.partitions > cur.partitions:
+        changes.append(Change(Action.UPDATE, Kind.PARTITIONS, name, Safety.DISRUPTIVE,
+                              "more partitions: keys map to different partitions from now on, so per-key "
+                              "ordering across the change is lost", "partitions",
+                              str(cur.partitions), str(want.partitions)))
+    elif want.partitions < cur.partitions:
+        changes.append(Change(Action.REFUSE, Kind.PARTITIONS, name, Safety.DESTRUCTIVE,
+                              "Kafka cannot decrease partitions; kraftform refuses rather than delete and "
+                              "recreate the topic (all data would be lost). Keep the count, or migrate to a "
+                              "new topic", "partitions", str(cur.partitions), str(want.partitions)))
+    if want.replication_factor != cur.replication_factor:
+        changes.append(Change(Action.UPDATE, Kind.REPLICATION, name, Safety.DISRUPTIVE,
+                              "replica reassignment: replicas move between brokers (rack-aware, throttled)",
+                              "replication_factor", str(cur.replication_factor), str(want.replication_factor)))
+    for key in sorted(set(cur.config) | set(want.config)):
+        now = cur.config.get(key, current.default_of(key))
+        then = want.config.get(key, desired.default_of(key))
+        if now == then:
+            continue
+        safety, reason = classify_config_change(key, now, then)
+        if key not in want.config:
+            reason += "; the override is removed and the topic reverts to the default"
+        action = Action.DELETE if key not in want.config else (
+            Action.CREATE if key not in cur.config else Action.UPDATE)
+        changes.append(Change(action, Kind.TOPIC_CONFIG, name, safety, reason, key,
+                              _display(key, now), _display(key, then)))
+    return changes
+
+
+def _topics(current: ClusterState, desired: ClusterState, owns: Ownership) -> list[Change]:
+    changes: list[Change] = []
+    for name, want in desired.topics.items():
+        cur = current.topics.get(name)
+        if cur is None:
+            overrides = ", ".join(f"{k}={v}" for k, v in sorted(want.config.items())) or "no overrides"
+            changes.append(Change(Action.CREATE, Kind.TOPIC, name, Safety.SAFE,
+                                  f"new topic ({overrides})", None, None,
+                                  f"{want.partitions} partitions, RF {want.replication_factor}"))
+        else:
+            changes.extend(_topic_changes(name, cur, want, current, desired))
+    for name, cur in current.topics.items():
+        if name not in desired.topics and owns.topic(name):
+            changes.append(Change(Action.DELETE, Kind.TOPIC, name, Safety.DESTRUCTIVE,
+                                  "topic removed from the specs: the topic and all its records are deleted",
+                                  None, f"{cur.partitions} partitions, RF {cur.replication_factor}", None))
+    return changes
+
+
+def _acls(current: ClusterState, desired: ClusterState, owns: Ownership) -> list[Change]:
+    changes = [Change(Action.CREATE, Kind.ACL, b.principal,
+                      Safety.DISRUPTIVE if b.permission == "deny" else Safety.SAFE,
+                      "new deny rule: matching requests start failing" if b.permission == "deny"
+                      else "new grant", b.grant())
+               for b in sorted(desired.acls - current.acls)]
+    changes += [Change(Action.DELETE, Kind.ACL, b.principal,
+                       Safety.DISRUPTIVE if b.permission == "deny" else Safety.DESTRUCTIVE,
+                       "deny rule lifted" if b.permission == "deny"
+                       else "grant removed: the principal loses this access", b.grant())
+                for b in sorted(current.acls - desired.acls) if owns.acl(b)]
+    return changes
+
+
+def _fmt_quota(key: str, value: float | None) -> str | None:
+    if value is None:
+        return None
+    if key.endswith("_byte_rate"):
+        return f"{value:.0f} ({human_bytes(value)}/s)"
+    return f"{value:g}"
+
+
+def _quotas(current: ClusterState, desired: ClusterState, owns: Ownership) -> list[Change]:
+    changes: list[Change] = []
+    entities = sorted(set(current.quotas) | set(desired.quotas))
+    for entity in entities:
+        if entity not in desired.quotas and not owns.quota(entity):
+            continue
+        now, then = current.quotas.get(entity, {}), desired.quotas.get(entity, {})
+        for key in sorted(set(now) | set(then)):
+            a, b = now.get(key), then.get(key)
+            if a == b:
+                continue
+            if b is None:
+                action, safety, reason = Action.DELETE, Safety.SAFE, "limit lifted"
+            elif a is None or b < a:
+                action = Action.CREATE if a is None else Action.UPDATE
+                safety, reason = Safety.DISRUPTIVE, "tighter limit: clients above it are throttled"
+            else:
+                action, safety, reason = Action.UPDATE, Safety.SAFE, "looser limit"
+            changes.append(Change(action, Kind.QUOTA, entity.describe(), safety, reason, key,
+                                  _fmt_quota(key, a), _fmt_quota(key, b)))
+    return changes
+
+
+def _users(current: ClusterState, desired: ClusterState, owns: Ownership) -> list[Change]:
+    changes: list[Change] = []
+    for name, want in sorted(desired.users.items()):
+        cur = current.users.get(name)
+        if cur is None:
+            changes.append(Change(Action.CREATE, Kind.USER, name, Safety.SAFE, "new SCRAM user",
+                                  "mechanism", None, want.mechanism))
+            continue
+        if cur.mechanism != want.mechanism:
+            changes.append(Change(Action.UPDATE, Kind.USER, name, Safety.DISRUPTIVE,
+                                  "clients must switch SASL mechanism", "mechanism", cur.mechanism,
+                                  want.mechanism))
+        if cur.iterations != want.iterations:
+            changes.append(Change(Action.UPDATE, Kind.USER, name, Safety.SAFE,
+                                  "credential re-salted with the same password", "iterations",
+                                  str(cur.iterations), str(want.iterations)))
+        if None not in (cur.password_version, want.password_version) and \
+                cur.password_version != want.password_version:
+            changes.append(Change(Action.UPDATE, Kind.USER, name, Safety.DISRUPTIVE,
+                                  "password rotated: clients need the new password (the value is never shown)",
+                                  "password_version", str(cur.password_version), str(want.password_version)))
+    for name in sorted(set(current.users) - set(desired.users)):
+        if owns.user(name):
+            changes.append(Change(Action.DELETE, Kind.USER, name, Safety.DESTRUCTIVE,
+                                  "user removed: its clients can no longer authenticate", "mechanism",
+                                  current.users[name].mechanism, None))
+    return changes
+
+
+def diff_states(current: ClusterState, desired: ClusterState, owns: Ownership | None = None) -> Plan:
+    """Changes that take `current` to `desired`, touching on the current side only what `owns` allows."""
+    owns = owns or Ownership()
+    return Plan.of(_users(current, desired, owns) + _topics(current, desired, owns)
+                   + _acls(current, desired, owns) + _quotas(current, desired, owns))

@@ -1,0 +1,109 @@
+"""Offline diff of two spec revisions, for pull-request review: no cluster needed.
+
+Kafka resources go through the same `diff_states` as live plans; what only specs describe (the cluster's
+shape, profiles, streaming consumers) is compared here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
+from kraftform.plan.diff import diff_states
+from kraftform.plan.state import state_of
+from kraftform.profiles import SECTIONS
+from kraftform.spec.model import ClusterSpec, ConsumerSpec, SpecSet
+
+#: Cluster fields whose change is only bookkeeping (sizing inputs, the managed-scope declaration).
+_CLUSTER_SAFE = {"load", "managed_scope", "storage_per_broker_bytes", "defaults"}
+
+
+def _flat(value: Any, prefix: str) -> dict[str, str]:
+    """Nested dataclasses -> dotted keys, so a change names `security.controller_auth`, not `security`."""
+    if hasattr(value, "__dataclass_fields__"):
+        out: dict[str, str] = {}
+        for f in fields(value):
+            if f.compare:
+                out.update(_flat(getattr(value, f.name), f"{prefix}.{f.name}" if prefix else f.name))
+        return out
+    if isinstance(value, tuple):
+        return {prefix: ", ".join(map(str, value))}
+    return {prefix: str(value)}
+
+
+def _cluster(base: ClusterSpec, head: ClusterSpec) -> list[Change]:
+    before, after = _flat(base, ""), _flat(head, "")
+    changes = []
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key), after.get(key)
+        if a == b:
+            continue
+        top = key.split(".")[0]
+        if key == "brokers" and int(b or 0) < int(a or 0):
+            safety, reason = Safety.DESTRUCTIVE, ("fewer brokers: replicas on the removed brokers must be "
+                                                  "reassigned first, or they are lost")
+        elif key == "mode":
+            safety, reason = Safety.DESTRUCTIVE, "switching dedicated/combined controllers rebuilds the quorum"
+        elif key == "brokers":
+            safety, reason = Safety.SAFE, "more brokers: new brokers start empty until partitions are moved"
+        elif top in _CLUSTER_SAFE:
+            safety, reason = Safety.SAFE, "cluster setting"
+        else:
+            safety, reason = Safety.DISRUPTIVE, "nodes restart (rolling) to take the new setting"
+        changes.append(Change(Action.UPDATE, Kind.CLUSTER, head.name, safety, reason, key, a, b))
+    return changes
+
+
+def _consumers(base: SpecSet, head: SpecSet) -> list[Change]:
+    before = {c.name: c for c in base.consumers}
+    after = {c.name: c for c in head.consumers}
+    changes: list[Change] = []
+    for name, c in after.items():
+        old = before.get(name)
+        if old is None:
+            changes.append(Change(Action.CREATE, Kind.CONSUMER, name, Safety.SAFE, "new streaming job",
+                                  "topics", None, ", ".join(c.topics)))
+            continue
+        for key, a, b in _consumer_fields(old, c):
+            disruptive = key in ("topics", "group_id_prefix", "user", "sink", "profile", "starting_offsets")
+            changes.append(Change(Action.UPDATE, Kind.CONSUMER, name,
+                                  Safety.DISRUPTIVE if disruptive else Safety.SAFE,
+                                  "the job restarts with a new query plan" if disruptive
+                                  else "the job restarts from its checkpoint", key, a, b))
+    for name, old in before.items():
+        if name not in after:
+            changes.append(Change(Action.DELETE, Kind.CONSUMER, name, Safety.DISRUPTIVE,
+                                  "streaming job stopped (its output and checkpoint are kept)", "topics",
+                                  ", ".join(old.topics), None))
+    return changes
+
+
+def _consumer_fields(old: ConsumerSpec, new: ConsumerSpec) -> list[tuple[str, str, str]]:
+    a, b = _flat(old, ""), _flat(new, "")
+    return [(k.split(".")[0], a.get(k, ""), b.get(k, "")) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def _profiles(base: SpecSet, head: SpecSet) -> list[Change]:
+    """Client-side profile settings; topic-side ones already show up as topic config changes."""
+    changes: list[Change] = []
+    for name in sorted(set(base.profiles) | set(head.profiles)):
+        a, b = base.profiles.get(name), head.profiles.get(name)
+        for section in SECTIONS:
+            if section == "topic":
+                continue
+            before = dict(getattr(a, section)) if a else {}
+            after = dict(getattr(b, section)) if b else {}
+            for key in sorted(set(before) | set(after)):
+                if before.get(key) != after.get(key):
+                    changes.append(Change(Action.UPDATE, Kind.PROFILE, name, Safety.SAFE,
+                                          f"{section} setting; clients using the profile pick it up on restart",
+                                          f"{section}.{key}", before.get(key), after.get(key)))
+    return changes
+
+
+def diff_specsets(base: SpecSet, head: SpecSet) -> Plan:
+    """Every change between two spec revisions, classified, for review before anything runs."""
+    kafka = diff_states(state_of(base), state_of(head))
+    return Plan.of([*kafka.changes, *_cluster(base.cluster, head.cluster), *_consumers(base, head),
+                    *_profiles(base, head)])

@@ -1,0 +1,72 @@
+"""The shape both sides of a plan share: what a cluster holds, whether read from specs or from Kafka.
+
+A spec revision becomes a `ClusterState` through `state_of`; the `kafka/` observer builds one from Admin
+reads. Diffing two `ClusterState`s is then the same code for pull-request diffs and live plans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kraftform.spec.model import AclBinding, QuotaEntity, SpecSet
+from kraftform.topic_configs import kafka_default
+
+#: Broker settings whose value is the default of a topic config of the same name.
+BROKER_TOPIC_DEFAULTS = {"min.insync.replicas": "min.insync.replicas",
+                         "unclean.leader.election.enable": "unclean.leader.election.enable",
+                         "log.retention.ms": "retention.ms", "log.retention.bytes": "retention.bytes",
+                         "log.cleanup.policy": "cleanup.policy", "log.segment.bytes": "segment.bytes",
+                         "compression.type": "compression.type", "message.max.bytes": "max.message.bytes"}
+
+
+@dataclass(frozen=True)
+class TopicState:
+    """`config` holds only the overrides set on the topic itself; defaults are not drift."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UserState:
+    """`password_version` is known for spec revisions only; Kafka never reveals a password."""
+
+    name: str
+    mechanism: str
+    iterations: int
+    password_version: int | None = None
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    topics: Mapping[str, TopicState] = field(default_factory=dict)
+    acls: frozenset[AclBinding] = frozenset()
+    quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=dict)
+    users: Mapping[str, UserState] = field(default_factory=dict)
+    #: Effective defaults of topic configs on this cluster (broker overrides of Kafka's defaults).
+    topic_defaults: Mapping[str, str] = field(default_factory=dict)
+
+    def default_of(self, key: str) -> str | None:
+        return self.topic_defaults.get(key, kafka_default(key))
+
+
+def topic_defaults_of(specs: SpecSet) -> dict[str, str]:
+    """Topic config defaults the brokers kraftform renders will have."""
+    broker = {"min.insync.replicas": str(specs.cluster.defaults.min_insync_replicas)}
+    return {topic_key: broker[broker_key] for broker_key, topic_key in BROKER_TOPIC_DEFAULTS.items()
+            if broker_key in broker}
+
+
+def state_of(specs: SpecSet) -> ClusterState:
+    """The state a cluster will be in once these specs are applied."""
+    return ClusterState(
+        topics={t.name: TopicState(t.name, t.partitions, t.replication_factor, dict(t.config))
+                for t in specs.topics},
+        acls=specs.acl_bindings(),
+        quotas={q.entity: dict(q.values) for q in specs.quotas},
+        users={u.name: UserState(u.name, u.mechanism, u.iterations, u.password_version) for u in specs.users},
+        topic_defaults=topic_defaults_of(specs),
+    )

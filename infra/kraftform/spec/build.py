@@ -1,0 +1,291 @@
+"""Schema-valid spec documents -> the typed model, normalizing values on the way.
+
+Runs only on documents that passed the JSON Schema, so shapes are known here; what can still be wrong is
+a value's meaning (an unknown topic config key, a size that does not parse, a profile that extends an
+unknown one). Such problems are collected, never raised one at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from kraftform.errors import Location, Problem
+from kraftform.profiles import BUILTIN_PROFILES, merge_profile
+from kraftform.spec.model import (
+    AclSpec,
+    ClusterDefaults,
+    ClusterSpec,
+    ConsumerSpec,
+    ExternalListener,
+    Load,
+    ManagedScope,
+    PrincipalSpec,
+    Profile,
+    QuotaEntity,
+    QuotaSpec,
+    SecretRef,
+    Security,
+    Settings,
+    SinkSpec,
+    SpecSet,
+    TopicSpec,
+    UserSpec,
+)
+from kraftform.spec.yamlsource import JsonPath, SourceDoc
+from kraftform.topic_configs import normalize_topic_config
+from kraftform.units import parse_duration_ms, parse_rate, parse_size
+from kraftform.versions import KAFKA_VERSION
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One item of a section, with the document and path it came from."""
+
+    doc: SourceDoc
+    path: JsonPath
+    data: Any
+
+    def at(self, *more: str | int) -> Location:
+        return self.doc.locate((*self.path, *more))
+
+
+def entries(docs: list[SourceDoc], section: str) -> Iterator[Entry]:
+    for doc in docs:
+        if isinstance(doc.data, dict) and section in doc.data:
+            value = doc.data[section]
+            if isinstance(value, list):
+                for index, item in enumerate(value):
+                    yield Entry(doc, (section, index), item)
+            else:
+                yield Entry(doc, (section,), value)
+
+
+def plain_settings(raw: Mapping[str, Any] | None) -> dict[str, str]:
+    """Client, broker and Spark settings in Kafka's string form (true/false, comma lists)."""
+
+    def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, list):
+            return ",".join(map(str, value))
+        return str(value)
+
+    return {key: text(value) for key, value in (raw or {}).items()}
+
+
+class Builder:
+    """Holds the problems found while building; each `_x` method builds one kind of object."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def _convert(self, parse: Callable[[Any], int], value: Any, where: Location) -> int | None:
+        try:
+            return parse(value)
+        except ValueError as exc:
+            self.problems.append(Problem(where, str(exc)))
+            return None
+
+    def _topic_config(self, entry: Entry, *path: str | int) -> dict[str, str]:
+        raw = entry.data
+        for part in path:
+            raw = raw.get(part) if isinstance(raw, dict) else None
+        out = {}
+        for key, value in (raw or {}).items():
+            try:
+                out[key] = normalize_topic_config(key, value)
+            except ValueError as exc:
+                self.problems.append(Problem(entry.at(*path, key), str(exc)))
+        return out
+
+    def cluster(self, entry: Entry) -> ClusterSpec:
+        d = entry.data
+        brokers = d["brokers"]
+        raw_defaults = d.get("defaults", {})
+        rf = raw_defaults.get("replication_factor", min(3, brokers))
+        defaults = ClusterDefaults(
+            partitions=raw_defaults.get("partitions", 1),
+            replication_factor=rf,
+            min_insync_replicas=raw_defaults.get("min_insync_replicas", min(2, rf) if rf > 1 else 1),
+        )
+        sec = d.get("security", {})
+        ext = sec.get("external_listener", {})
+        security = Security(
+            sasl_mechanism=sec.get("sasl_mechanism", "SCRAM-SHA-512"),
+            controller_auth=sec.get("controller_auth", "mtls"),
+            admin_user=sec.get("admin_user", "kraftform-admin"),
+            external_listener=ExternalListener(ext.get("enabled", False), ext.get("host", "localhost"),
+                                               ext.get("base_port", 19092)),
+        )
+        scope = d.get("managed_scope", {})
+        storage = d.get("storage_per_broker")
+        return ClusterSpec(
+            name=d["name"], brokers=brokers, kafka_version=d.get("kafka_version", KAFKA_VERSION),
+            mode=d.get("mode", "dedicated"), controllers=d.get("controllers", 3),
+            racks=tuple(d.get("racks", ())),
+            storage_per_broker_bytes=None if storage is None else self._convert(
+                parse_size, storage, entry.at("storage_per_broker")),
+            defaults=defaults, security=security,
+            managed_scope=ManagedScope(tuple(scope.get("topic_prefixes", ())),
+                                       scope.get("acl_principals", "declared")),
+            load=self._load(entry) if "load" in d else None,
+            location=entry.at(),
+        )
+
+    def _load(self, entry: Entry) -> Load | None:
+        d = entry.data["load"]
+
+        def opt(parse: Callable[[Any], int], key: str) -> int | None:
+            return None if key not in d else self._convert(parse, d[key], entry.at("load", key))
+
+        size = self._convert(parse_size, d["average_message_size"], entry.at("load", "average_message_size"))
+        retention = self._convert(parse_duration_ms, d["retention"], entry.at("load", "retention"))
+        if size is None or retention is None:
+            return None
+        return Load(
+            messages_per_day=d["messages_per_day"], average_message_bytes=size, retention_ms=retention,
+            replication_factor=d.get("replication_factor"),
+            peak_write_bytes_per_s=opt(parse_rate, "peak_write_rate"),
+            consumer_groups=d.get("consumer_groups", 1),
+            broker_network_bytes_per_s=opt(parse_rate, "broker_network"),
+            broker_write_capacity_bytes_per_s=opt(parse_rate, "broker_write_capacity"),
+            partition_throughput_bytes_per_s=opt(parse_rate, "partition_throughput"),
+            controller_failures_tolerated=d.get("controller_failures_tolerated", 1),
+        )
+
+    def profiles(self, found: list[Entry]) -> dict[str, Profile]:
+        """Built-ins, then spec profiles layered on what they extend (a built-in of the same name, or
+        `extends`, or balanced); unknown bases and cycles are problems."""
+        resolved: dict[str, Profile] = dict(BUILTIN_PROFILES)
+        pending: dict[str, Entry] = {}
+        for entry in found:
+            name = entry.data["name"]
+            if name in pending:
+                self.problems.append(Problem(entry.at("name"),
+                                             f"duplicate profile {name!r} (also at {pending[name].at()})"))
+            else:
+                pending[name] = entry
+        resolving: set[str] = set()
+        failed: set[str] = set()
+
+        def resolve(name: str) -> Profile | None:
+            if name not in pending:
+                return resolved.get(name)
+            entry = pending[name]
+            base_name = entry.data.get("extends") or (name if name in BUILTIN_PROFILES else "balanced")
+            if name in resolving:
+                self.problems.append(Problem(entry.at("extends"),
+                                             f"profile {name!r} is part of an `extends` cycle"))
+                failed.add(name)
+                return None
+            resolving.add(name)
+            base = BUILTIN_PROFILES[name] if base_name == name else resolve(base_name)
+            resolving.discard(name)
+            del pending[name]
+            if base is None:
+                if base_name not in failed:
+                    self.problems.append(Problem(entry.at("extends"),
+                                                 f"profile {name!r} extends unknown profile {base_name!r}"))
+                failed.add(name)
+                return None
+            own = Profile(
+                name=name, description=entry.data.get("description", ""),
+                replication_factor=entry.data.get("replication_factor"),
+                topic=self._topic_config(entry, "topic"),
+                producer=plain_settings(entry.data.get("producer")),
+                consumer=plain_settings(entry.data.get("consumer")),
+                broker=plain_settings(entry.data.get("broker")),
+                spark=plain_settings(entry.data.get("spark")), location=entry.at(),
+            )
+            resolved[name] = merge_profile(base, own)
+            return resolved[name]
+
+        for name in list(pending):
+            if name in pending:
+                resolve(name)
+        return resolved
+
+    def topic(self, entry: Entry, cluster: ClusterSpec, profiles: Mapping[str, Profile]) -> TopicSpec:
+        d = entry.data
+        profile = profiles.get(d.get("profile", "balanced"))
+        base: Settings = profile.topic if profile else {}
+        rf = d.get("replication_factor") or (profile.replication_factor if profile else None)
+        rate = d.get("expected_write_rate")
+        return TopicSpec(
+            name=d["name"], partitions=d["partitions"],
+            replication_factor=rf or cluster.defaults.replication_factor,
+            config={**base, **self._topic_config(entry, "config")},
+            profile=d.get("profile"), description=d.get("description", ""), owner=d.get("owner"),
+            expected_write_bytes_per_s=None if rate is None else self._convert(
+                parse_rate, rate, entry.at("expected_write_rate")),
+            location=entry.at(),
+        )
+
+    def consumer(self, entry: Entry) -> ConsumerSpec:
+        d = entry.data
+        sink = d["sink"]
+        trigger = d.get("trigger")
+        return ConsumerSpec(
+            name=d["name"], topics=tuple(d["topics"]), user=d["user"],
+            sink=SinkSpec(sink["type"], sink.get("path"), sink.get("topic")),
+            group_id_prefix=d.get("group_id_prefix", d["name"]), profile=d.get("profile", "balanced"),
+            trigger_ms=None if trigger is None else self._convert(parse_duration_ms, trigger, entry.at("trigger")),
+            starting_offsets=d.get("starting_offsets", "latest"),
+            max_offsets_per_trigger=d.get("max_offsets_per_trigger"),
+            options=plain_settings(d.get("options")), location=entry.at(),
+        )
+
+    def quota(self, entry: Entry) -> QuotaSpec:
+        d = entry.data
+        values: dict[str, float] = {}
+        for key in ("producer_byte_rate", "consumer_byte_rate"):
+            if key in d:
+                rate = self._convert(parse_rate, d[key], entry.at(key))
+                if rate is not None:
+                    values[key] = float(rate)
+        for key in ("request_percentage", "controller_mutation_rate"):
+            if key in d:
+                values[key] = float(d[key])
+        entity = QuotaEntity(d["entity"].get("user"), d["entity"].get("client_id"))
+        return QuotaSpec(entity, values, entry.at())
+
+
+def build_specset(docs: list[SourceDoc]) -> tuple[SpecSet | None, list[Problem]]:
+    """The model of schema-valid documents, or the problems that prevent building it."""
+    b = Builder()
+    clusters = list(entries(docs, "cluster"))
+    if not clusters:
+        first = docs[0].file if docs else "<specs>"
+        return None, [Problem(Location(first), "no file declares the `cluster` section; exactly one must")]
+    for extra in clusters[1:]:
+        b.problems.append(Problem(extra.at(), f"a second `cluster` section (the first is at {clusters[0].at()})"))
+    cluster = b.cluster(clusters[0])
+    profiles = b.profiles(list(entries(docs, "profiles")))
+    specset = SpecSet(
+        cluster=cluster,
+        topics=tuple(b.topic(e, cluster, profiles) for e in entries(docs, "topics")),
+        acls=tuple(
+            AclSpec(e.data["principal"], e.data["resource"]["type"], e.data["resource"]["name"],
+                    e.data["resource"].get("pattern", "literal"), tuple(e.data["operations"]),
+                    e.data.get("permission", "allow"), e.data.get("host", "*"), e.at())
+            for e in entries(docs, "acls")),
+        quotas=tuple(b.quota(e) for e in entries(docs, "quotas")),
+        users=tuple(
+            UserSpec(e.data["name"], _secret(e.data["password"]), e.data.get("mechanism", "SCRAM-SHA-512"),
+                     e.data.get("iterations", 8192), e.data.get("password_version", 1),
+                     e.data.get("description", ""), e.at())
+            for e in entries(docs, "users")),
+        principals=tuple(PrincipalSpec(e.data["name"], e.data.get("description", ""), e.at())
+                         for e in entries(docs, "principals")),
+        consumers=tuple(b.consumer(e) for e in entries(docs, "consumers")),
+        profiles=profiles,
+        files=tuple(d.file for d in docs),
+    )
+    return specset, b.problems
+
+
+def _secret(raw: Mapping[str, str]) -> SecretRef:
+    (source, name), = raw.items()
+    return SecretRef(cast(Any, source), name)

@@ -1,0 +1,204 @@
+"""Rules a JSON Schema cannot express: uniqueness, references, Kafka's naming and replication rules.
+
+Each check is a generator of problems over the whole model, so `check_specset` reports everything at once
+and a new rule is one more function in `CHECKS`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
+
+from kraftform.errors import Location, Problem
+from kraftform.spec.model import DEFAULT_ENTITY, AclSpec, SpecSet, TopicSpec
+from kraftform.versions import SUPPORTED_KAFKA_VERSIONS
+
+TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME = 249
+
+#: Operations Kafka accepts per resource type (the Kafka documentation's "Operations and Resources").
+VALID_OPERATIONS: dict[str, frozenset[str]] = {
+    "topic": frozenset({"all", "read", "write", "create", "delete", "alter", "describe", "describe_configs",
+                        "alter_configs"}),
+    "group": frozenset({"all", "read", "describe", "delete"}),
+    "cluster": frozenset({"all", "create", "cluster_action", "describe_configs", "alter_configs",
+                          "idempotent_write", "alter", "describe"}),
+    "transactional_id": frozenset({"all", "describe", "write"}),
+    "delegation_token": frozenset({"all", "describe"}),
+    "user": frozenset({"all", "create_tokens", "describe_tokens"}),
+}
+
+T = TypeVar("T")
+
+
+def _duplicates(items: Iterable[T], key: Callable[[T], object], loc: Callable[[T], Location],
+                what: str) -> Iterator[Problem]:
+    first: dict[object, Location] = {}
+    for item in items:
+        k = key(item)
+        if k in first:
+            yield Problem(loc(item), f"duplicate {what} {k!r} (first declared at {first[k]})")
+        else:
+            first[k] = loc(item)
+
+
+def check_unique_names(s: SpecSet) -> Iterator[Problem]:
+    yield from _duplicates(s.topics, lambda t: t.name, lambda t: t.location, "topic")
+    yield from _duplicates(s.users, lambda u: u.name, lambda u: u.location, "user")
+    yield from _duplicates(s.principals, lambda p: p.name, lambda p: p.location, "principal")
+    yield from _duplicates(s.consumers, lambda c: c.name, lambda c: c.location, "consumer")
+    yield from _duplicates(s.quotas, lambda q: q.entity.describe(), lambda q: q.location, "quota entity")
+    bindings = [(b, acl.location) for acl in s.acls for b in acl.bindings()]
+    yield from _duplicates(bindings, lambda pair: pair[0].describe(), lambda pair: pair[1], "ACL binding")
+
+
+def check_cluster(s: SpecSet) -> Iterator[Problem]:
+    c = s.cluster
+    at = c.location
+    if c.controllers % 2 == 0:
+        yield Problem(at, f"controllers must be odd for a majority quorum, got {c.controllers} "
+                          f"(3 tolerate 1 failure, 5 tolerate 2)")
+    if c.mode == "combined" and c.controllers > c.brokers:
+        yield Problem(at, f"combined mode runs controllers on brokers: {c.controllers} controllers "
+                          f"need at least as many brokers, got {c.brokers}")
+    if c.kafka_version.rsplit(".", 1)[0] not in SUPPORTED_KAFKA_VERSIONS:
+        yield Problem(at, f"kafka_version {c.kafka_version} is not supported "
+                          f"(supported: {', '.join(v + '.x' for v in SUPPORTED_KAFKA_VERSIONS)})")
+    if len(c.racks) > c.brokers:
+        yield Problem(at, f"{len(c.racks)} racks but only {c.brokers} brokers: some racks would be empty")
+    d = c.defaults
+    if d.replication_factor > c.brokers:
+        yield Problem(at, f"defaults.replication_factor {d.replication_factor} exceeds the {c.brokers} brokers")
+    if d.min_insync_replicas > d.replication_factor:
+        yield Problem(at, f"defaults.min_insync_replicas {d.min_insync_replicas} exceeds "
+                          f"defaults.replication_factor {d.replication_factor}: no write could succeed")
+    if c.security.admin_user in {u.name for u in s.users}:
+        yield Problem(at, f"security.admin_user {c.security.admin_user!r} is also declared under users; "
+                          f"the cluster creates the admin user itself")
+
+
+def _collision_key(name: str) -> str:
+    # Kafka's metric names replace '.' with '_', so such topics collide and Kafka refuses the second.
+    return name.replace(".", "_")
+
+
+def check_topic_names(s: SpecSet) -> Iterator[Problem]:
+    seen: dict[str, TopicSpec] = {}
+    for t in s.topics:
+        if len(t.name) > MAX_TOPIC_NAME:
+            yield Problem(t.location, f"topic name is {len(t.name)} characters; Kafka allows {MAX_TOPIC_NAME}")
+        if not TOPIC_NAME.match(t.name):
+            yield Problem(t.location, f"topic name {t.name!r} may only contain ASCII letters, digits, "
+                                      f"'.', '_' and '-'")
+        if t.name in (".", ".."):
+            yield Problem(t.location, f"topic name {t.name!r} is not allowed by Kafka")
+        if t.name.startswith("__"):
+            yield Problem(t.location, f"topic name {t.name!r} starts with '__', reserved for Kafka's "
+                                      f"internal topics")
+        key = _collision_key(t.name)
+        other = seen.get(key)
+        if other is not None and other.name != t.name:
+            yield Problem(t.location, f"topic {t.name!r} collides with {other.name!r} at {other.location} "
+                                      f"('.' and '_' are the same in Kafka's metric names)")
+        seen.setdefault(key, t)
+        scope = s.cluster.managed_scope
+        if scope.topic_prefixes and not scope.covers_topic(t.name):
+            yield Problem(t.location, f"topic {t.name!r} is outside cluster.managed_scope.topic_prefixes "
+                                      f"({', '.join(scope.topic_prefixes)}); kraftform could create it "
+                                      f"but never manage it")
+
+
+def check_topic_replication(s: SpecSet) -> Iterator[Problem]:
+    for t in s.topics:
+        if t.profile is not None and t.profile not in s.profiles:
+            yield Problem(t.location, f"unknown profile {t.profile!r} (known: {', '.join(sorted(s.profiles))})")
+        if t.replication_factor > s.cluster.brokers:
+            yield Problem(t.location, f"replication factor {t.replication_factor} exceeds the "
+                                      f"{s.cluster.brokers} brokers of cluster {s.cluster.name!r}")
+        min_isr = int(t.config.get("min.insync.replicas", s.cluster.defaults.min_insync_replicas))
+        if min_isr > t.replication_factor:
+            yield Problem(t.location, f"min.insync.replicas {min_isr} exceeds the replication factor "
+                                      f"{t.replication_factor}: producers with acks=all could never write")
+        if t.profile == "durability" and (t.replication_factor < 3 or min_isr < 2):
+            yield Problem(t.location, f"the durability profile needs replication factor >= 3 and "
+                                      f"min.insync.replicas >= 2, got {t.replication_factor} and {min_isr}")
+
+
+def _declared_principals(s: SpecSet) -> set[str]:
+    return {f"User:{u.name}" for u in s.users} | {p.name for p in s.principals} | {
+        f"User:{s.cluster.security.admin_user}", "User:*"}
+
+
+def check_acls(s: SpecSet) -> Iterator[Problem]:
+    known = _declared_principals(s)
+    for acl in s.acls:
+        if acl.principal not in known:
+            yield Problem(acl.location, f"principal {acl.principal!r} is neither a declared user nor a "
+                                        f"declared external principal")
+        bad = sorted(set(acl.operations) - VALID_OPERATIONS[acl.resource_type])
+        if bad:
+            yield Problem(acl.location, f"operation(s) {', '.join(bad)} do not apply to a {acl.resource_type} "
+                                        f"(valid: {', '.join(sorted(VALID_OPERATIONS[acl.resource_type]))})")
+        if acl.resource_type == "cluster" and (acl.resource_name != "kafka-cluster"
+                                               or acl.pattern_type != "literal"):
+            yield Problem(acl.location, "a cluster ACL's resource is the literal name 'kafka-cluster'")
+
+
+def check_quotas(s: SpecSet) -> Iterator[Problem]:
+    known = {p.removeprefix("User:") for p in _declared_principals(s)} | {DEFAULT_ENTITY}
+    for q in s.quotas:
+        if q.entity.user is not None and q.entity.user not in known:
+            yield Problem(q.location, f"quota user {q.entity.user!r} is neither a declared user nor a "
+                                      f"declared external principal (use {DEFAULT_ENTITY!r} for the default)")
+
+
+def _allows(acls: Iterable[AclSpec], user: str, resource_type: str, name: str, operation: str) -> bool:
+    """Whether the ACLs grant `operation` the way Kafka's authorizer would (a deny wins)."""
+
+    def matches(acl: AclSpec) -> bool:
+        if acl.principal not in (f"User:{user}", "User:*") or acl.resource_type != resource_type:
+            return False
+        if acl.host != "*":
+            return False
+        hit = acl.resource_name == "*" or acl.resource_name == name or (
+            acl.pattern_type == "prefixed" and name.startswith(acl.resource_name))
+        implied = {operation, "all"} | ({"read", "write", "delete", "alter"} if operation == "describe" else set())
+        return hit and bool(implied & set(acl.operations))
+
+    relevant = [a for a in acls if matches(a)]
+    return any(a.permission == "allow" for a in relevant) and not any(a.permission == "deny" for a in relevant)
+
+
+def check_consumers(s: SpecSet) -> Iterator[Problem]:
+    topics = {t.name for t in s.topics}
+    users = {u.name for u in s.users}
+    for c in s.consumers:
+        for name in c.topics:
+            if name not in topics:
+                yield Problem(c.location, f"consumer {c.name!r} reads undeclared topic {name!r}")
+            elif c.user in users and not _allows(s.acls, c.user, "topic", name, "read"):
+                yield Problem(c.location, f"user {c.user!r} has no ACL allowing read on topic {name!r}; "
+                                          f"the authorizer denies by default")
+        if c.user not in users:
+            yield Problem(c.location, f"consumer {c.name!r} runs as undeclared user {c.user!r}")
+        elif not _allows(s.acls, c.user, "group", f"{c.group_id_prefix}-0", "read"):
+            yield Problem(c.location, f"user {c.user!r} has no ACL allowing read on consumer groups "
+                                      f"{c.group_id_prefix!r}* (a prefixed group ACL is usual)")
+        if c.profile not in s.profiles:
+            yield Problem(c.location, f"unknown profile {c.profile!r} (known: {', '.join(sorted(s.profiles))})")
+        if c.sink.type == "parquet" and not c.sink.path:
+            yield Problem(c.location, "a parquet sink needs `sink.path`")
+        if c.sink.type == "kafka" and c.sink.topic not in topics:
+            yield Problem(c.location, f"a kafka sink needs `sink.topic` naming a declared topic, "
+                                      f"got {c.sink.topic!r}")
+
+
+CHECKS: tuple[Callable[[SpecSet], Iterator[Problem]], ...] = (
+    check_unique_names, check_cluster, check_topic_names, check_topic_replication, check_acls,
+    check_quotas, check_consumers,
+)
+
+
+def check_specset(s: SpecSet) -> list[Problem]:
+    return [problem for check in CHECKS for problem in check(s)]

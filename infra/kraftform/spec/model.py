@@ -1,0 +1,256 @@
+"""The desired state, as frozen dataclasses built from a validated spec directory.
+
+Values are already normalized (sizes in bytes, durations in milliseconds, topic configs in Kafka's
+string form) so planners compare like with like. Every object keeps the `Location` it came from, outside
+equality, so a check can point at the line that caused it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kraftform.errors import Location
+
+NOWHERE = Location("<builtin>")
+DEFAULT_ENTITY = "<default>"
+
+Settings = Mapping[str, str]
+
+
+def _loc() -> Location:
+    return field(default=NOWHERE, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """Where a secret is read from at apply time; the spec never holds the secret itself."""
+
+    source: Literal["env", "file", "pulumi_config"]
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.name}"
+
+
+@dataclass(frozen=True)
+class ExternalListener:
+    enabled: bool = False
+    host: str = "localhost"
+    base_port: int = 19092
+
+
+@dataclass(frozen=True)
+class Security:
+    sasl_mechanism: str = "SCRAM-SHA-512"
+    controller_auth: Literal["mtls", "plain"] = "mtls"
+    admin_user: str = "kraftform-admin"
+    external_listener: ExternalListener = ExternalListener()
+
+
+@dataclass(frozen=True)
+class ClusterDefaults:
+    partitions: int = 1
+    replication_factor: int = 1
+    min_insync_replicas: int = 1
+
+
+@dataclass(frozen=True)
+class ManagedScope:
+    """Topics kraftform may change or delete: declared ones, and any under these prefixes."""
+
+    topic_prefixes: tuple[str, ...] = ()
+    acl_principals: Literal["declared", "all"] = "declared"
+
+    def covers_topic(self, name: str) -> bool:
+        return any(name.startswith(p) for p in self.topic_prefixes)
+
+
+@dataclass(frozen=True)
+class Load:
+    """Expected load for sizing; bytes, bytes per second and milliseconds."""
+
+    messages_per_day: int
+    average_message_bytes: int
+    retention_ms: int
+    replication_factor: int | None = None
+    peak_write_bytes_per_s: int | None = None
+    consumer_groups: int = 1
+    broker_network_bytes_per_s: int | None = None
+    broker_write_capacity_bytes_per_s: int | None = None
+    partition_throughput_bytes_per_s: int | None = None
+    controller_failures_tolerated: int = 1
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    name: str
+    brokers: int
+    kafka_version: str
+    mode: Literal["dedicated", "combined"] = "dedicated"
+    controllers: int = 3
+    racks: tuple[str, ...] = ()
+    storage_per_broker_bytes: int | None = None
+    defaults: ClusterDefaults = ClusterDefaults()
+    security: Security = Security()
+    managed_scope: ManagedScope = ManagedScope()
+    load: Load | None = None
+    location: Location = _loc()
+
+    def rack_of(self, broker_index: int) -> str | None:
+        """Racks are assigned to brokers in turn, so replicas can spread across them."""
+        return self.racks[broker_index % len(self.racks)] if self.racks else None
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Settings for each side of a Kafka pipeline, chosen by name for a trade-off."""
+
+    name: str
+    description: str = ""
+    replication_factor: int | None = None
+    topic: Settings = field(default_factory=dict)
+    producer: Settings = field(default_factory=dict)
+    consumer: Settings = field(default_factory=dict)
+    broker: Settings = field(default_factory=dict)
+    spark: Settings = field(default_factory=dict)
+    location: Location = _loc()
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """A topic as kraftform will set it: `config` holds the effective overrides (profile, then topic)."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    config: Settings = field(default_factory=dict)
+    profile: str | None = None
+    description: str = ""
+    owner: str | None = None
+    expected_write_bytes_per_s: int | None = None
+    location: Location = _loc()
+
+
+AclResourceType = Literal["topic", "group", "cluster", "transactional_id", "delegation_token", "user"]
+
+
+@dataclass(frozen=True, order=True)
+class AclBinding:
+    """One Kafka ACL binding, exactly as the Admin API stores it (one operation each)."""
+
+    principal: str
+    resource_type: str
+    resource_name: str
+    pattern_type: str
+    operation: str
+    permission: str
+    host: str = "*"
+
+    def grant(self) -> str:
+        """The binding without its principal: `allow read on topic 'orders.' (prefixed)`."""
+        pattern = "" if self.pattern_type == "literal" else f" ({self.pattern_type})"
+        host = "" if self.host == "*" else f" from {self.host}"
+        return f"{self.permission} {self.operation} on {self.resource_type} {self.resource_name!r}{pattern}{host}"
+
+    def describe(self) -> str:
+        return f"{self.principal}: {self.grant()}"
+
+
+@dataclass(frozen=True)
+class AclSpec:
+    """One spec entry: several operations for one principal and resource."""
+
+    principal: str
+    resource_type: str
+    resource_name: str
+    pattern_type: str
+    operations: tuple[str, ...]
+    permission: str = "allow"
+    host: str = "*"
+    location: Location = _loc()
+
+    def bindings(self) -> tuple[AclBinding, ...]:
+        return tuple(AclBinding(self.principal, self.resource_type, self.resource_name, self.pattern_type,
+                                op, self.permission, self.host) for op in self.operations)
+
+
+@dataclass(frozen=True, order=True)
+class QuotaEntity:
+    """user, client_id or both; `<default>` stands for Kafka's default entity of that kind."""
+
+    user: str | None = None
+    client_id: str | None = None
+
+    def describe(self) -> str:
+        parts = [f"user={self.user}" if self.user else "", f"client-id={self.client_id}" if self.client_id else ""]
+        return ",".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class QuotaSpec:
+    entity: QuotaEntity
+    values: Mapping[str, float]
+    location: Location = _loc()
+
+
+@dataclass(frozen=True)
+class UserSpec:
+    name: str
+    password: SecretRef
+    mechanism: str = "SCRAM-SHA-512"
+    iterations: int = 8192
+    password_version: int = 1
+    description: str = ""
+    location: Location = _loc()
+
+
+@dataclass(frozen=True)
+class PrincipalSpec:
+    name: str
+    description: str = ""
+    location: Location = _loc()
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    type: Literal["console", "parquet", "kafka", "memory"]
+    path: str | None = None
+    topic: str | None = None
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    name: str
+    topics: tuple[str, ...]
+    user: str
+    sink: SinkSpec
+    group_id_prefix: str
+    profile: str = "balanced"
+    trigger_ms: int | None = None
+    starting_offsets: Literal["earliest", "latest"] = "latest"
+    max_offsets_per_trigger: int | None = None
+    options: Settings = field(default_factory=dict)
+    location: Location = _loc()
+
+
+@dataclass(frozen=True)
+class SpecSet:
+    """Everything one spec directory declares, with profiles resolved (built-ins included)."""
+
+    cluster: ClusterSpec
+    topics: tuple[TopicSpec, ...] = ()
+    acls: tuple[AclSpec, ...] = ()
+    quotas: tuple[QuotaSpec, ...] = ()
+    users: tuple[UserSpec, ...] = ()
+    principals: tuple[PrincipalSpec, ...] = ()
+    consumers: tuple[ConsumerSpec, ...] = ()
+    profiles: Mapping[str, Profile] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
+
+    def topic(self, name: str) -> TopicSpec | None:
+        return next((t for t in self.topics if t.name == name), None)
+
+    def acl_bindings(self) -> frozenset[AclBinding]:
+        return frozenset(b for acl in self.acls for b in acl.bindings())

@@ -1,0 +1,88 @@
+"""The CLI as users run it: exit codes, output shapes, and never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kraftform.cli import main
+
+from ...conftest import INVALID_FIXTURES, SpecsCopy, edit
+
+
+def run(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kraftform", *argv], capture_output=True, text=True,
+                          cwd=cwd, check=False, timeout=120)
+
+
+def test_validate_example_prints_one_line_summary(example_specs: Path) -> None:
+    done = run("validate", str(example_specs))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n") == 1 and "valid. Cluster 'platform'" in done.stdout
+    assert "16 topics" in done.stdout and done.stderr == ""
+
+
+@pytest.mark.parametrize("case", ["yaml_syntax", "references", "wrong_types"])
+def test_invalid_specs_exit_1_with_located_errors_and_no_traceback(case: str) -> None:
+    done = run("validate", ".", cwd=INVALID_FIXTURES / case)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert done.stderr.splitlines() == (INVALID_FIXTURES / case / "expected.txt").read_text().splitlines()
+
+
+def test_usage_errors_exit_1_not_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(tmp_path / "missing")]) == 1
+    assert "not a directory" in capsys.readouterr().err
+    assert main(["diff", "only-one"]) == 1
+    assert "usage:" in capsys.readouterr().err
+    assert main(["no-such-command"]) == 1
+    assert main(["profile", "show", "nope", str(INVALID_FIXTURES.parents[1].parent / "specs")]) == 1
+    assert "unknown profile 'nope'" in capsys.readouterr().err
+
+
+def test_diff_exit_codes_and_formats(specs_copy: SpecsCopy, capsys: pytest.CaptureFixture[str]) -> None:
+    base, head = specs_copy("base"), specs_copy("head")
+    assert main(["diff", str(base), str(head)]) == 0
+    assert capsys.readouterr().out == "Plan: No changes.\n"
+    edit(head / "topics" / "payments.yaml", "partitions: 12", "partitions: 6")
+    edit(head / "topics" / "orders.yaml", "partitions: 3", "partitions: 9")
+    assert main(["diff", str(base), str(head), "--format", "json"]) == 2
+    data = json.loads(capsys.readouterr().out)
+    safety = {c["resource"]: c["safety"] for c in data["changes"]}
+    assert safety == {"payments.transactions.v1": "destructive", "orders.dlq.v1": "disruptive"}
+    assert main(["diff", str(base), str(head), "--format", "markdown"]) == 2
+    assert capsys.readouterr().out.startswith("## kraftform plan")
+    edit(head / "cluster.yaml", "brokers: 3", "brokers: x")
+    assert main(["diff", str(base), str(head)]) == 1
+
+
+def test_size_prints_table_and_strict_flags_undersized(
+    specs_copy: SpecsCopy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    specs = specs_copy()
+    assert main(["size", str(specs)]) == 0
+    out = capsys.readouterr().out
+    assert "brokers (storage)" in out and "large enough" in out
+    edit(specs / "cluster.yaml", "brokers: 3", "brokers: 3\n  # grown load below")
+    edit(specs / "cluster.yaml", "messages_per_day: 300000000", "messages_per_day: 3000000000")
+    assert main(["size", str(specs)]) == 0
+    assert "warning: cluster 'platform' declares 3 brokers but needs" in capsys.readouterr().out
+    assert main(["size", str(specs), "--strict"]) == 2
+
+
+def test_profile_show_builtin_and_spec_defined(example_specs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["profile", "show", "latency", str(example_specs)]) == 0
+    out = capsys.readouterr().out
+    assert "linger.ms = 0" in out and "num.replica.fetchers = 4" in out
+    assert main(["profile", "show", "payments-critical", str(example_specs), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["topic"]["retention.ms"] == "2592000000" and data["producer"]["acks"] == "all"
+
+
+def test_console_script_is_installed() -> None:
+    done = subprocess.run(["kraftform", "--version"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("kraftform ")

@@ -1,0 +1,139 @@
+"""Offline diffs of spec revisions: each kind of change, with its safety class."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kraftform.plan import Action, Kind, Plan, Safety, diff_specsets
+from kraftform.plan.diff import classify_config_change
+from kraftform.spec.loader import load_specs
+
+from ...conftest import SpecsCopy, edit
+
+
+def diff(base: Path, head: Path) -> Plan:
+    return diff_specsets(load_specs(base), load_specs(head))
+
+
+def one(plan: Plan, kind: Kind) -> tuple[Action, Safety, str | None, str | None]:
+    matching = [c for c in plan.changes if c.kind is kind]
+    assert len(matching) == 1, plan.changes
+    c = matching[0]
+    return c.action, c.safety, c.current, c.desired
+
+
+def test_identical_revisions_have_no_changes(example_specs: Path) -> None:
+    assert diff(example_specs, example_specs).empty
+
+
+def test_partition_increase_is_disruptive_and_decrease_refused(specs_copy: SpecsCopy) -> None:
+    base, grow, shrink = specs_copy("base"), specs_copy("grow"), specs_copy("shrink")
+    edit(grow / "topics" / "orders.yaml", "partitions: 3", "partitions: 6")
+    edit(shrink / "topics" / "orders.yaml", "partitions: 3", "partitions: 2")
+    assert one(diff(base, grow), Kind.PARTITIONS) == (Action.UPDATE, Safety.DISRUPTIVE, "3", "6")
+    plan = diff(base, shrink)
+    assert one(plan, Kind.PARTITIONS) == (Action.REFUSE, Safety.DESTRUCTIVE, "3", "2")
+    assert len(plan.refused) == 1 and "never" not in plan.refused[0].reason.lower().split("refuses")[0]
+
+
+def test_topic_removal_is_destructive_and_addition_safe(specs_copy: SpecsCopy) -> None:
+    base, head = specs_copy("base"), specs_copy("head")
+    edit(head / "topics" / "orders.yaml", "  - name: orders.dlq.v1\n", "  - name: orders.deadletters.v1\n")
+    plan = diff(base, head)
+    by_action = {c.action: c for c in plan.changes}
+    assert by_action[Action.DELETE].resource == "orders.dlq.v1"
+    assert by_action[Action.DELETE].safety is Safety.DESTRUCTIVE
+    assert by_action[Action.CREATE].resource == "orders.deadletters.v1"
+    assert by_action[Action.CREATE].safety is Safety.SAFE
+
+
+def test_replication_change_is_a_disruptive_reassignment(specs_copy: SpecsCopy) -> None:
+    base, head = specs_copy("base"), specs_copy("head")
+    edit(head / "cluster.yaml", "replication_factor: 3", "replication_factor: 2")
+    edit(head / "cluster.yaml", "min_insync_replicas: 2", "min_insync_replicas: 1")
+    plan = diff(base, head)
+    replication = [c for c in plan.changes if c.kind is Kind.REPLICATION]
+    # Only topics without a profile RF follow the cluster default.
+    assert {c.resource for c in replication} == {
+        "orders.inventory.reservations.v1", "orders.shipments.v1", "orders.dlq.v1", "clickstream.searches.v1",
+        "clickstream.sessions.v1", "clickstream.page-views.v1", "clickstream.user-profiles.state.v1"}
+    assert all(c.safety is Safety.DISRUPTIVE and c.desired == "2" for c in replication)
+
+
+def test_config_changes_are_classified_by_effect(specs_copy: SpecsCopy) -> None:
+    base, head = specs_copy("base"), specs_copy("head")
+    edit(head / "topics" / "orders.yaml", "retention.ms: 3d", "retention.ms: 30d")
+    edit(head / "topics" / "orders.yaml", "      retention.ms: 14d\n  - name: orders.dlq.v1",
+         "      retention.ms: 1d\n  - name: orders.dlq.v1")
+    plan = diff(base, head)
+    configs = {c.resource: c for c in plan.changes if c.kind is Kind.TOPIC_CONFIG}
+    assert configs["orders.inventory.reservations.v1"].safety is Safety.SAFE
+    assert configs["orders.shipments.v1"].safety is Safety.DESTRUCTIVE
+    assert configs["orders.shipments.v1"].current == "1209600000 (2w)"
+
+
+def test_removed_override_reverts_to_default_and_equal_default_is_no_change(specs_copy: SpecsCopy) -> None:
+    base, head, same = specs_copy("base"), specs_copy("head"), specs_copy("same")
+    edit(head / "topics" / "orders.yaml", "    config:\n      retention.ms: 3d\n", "")
+    plan = diff(base, head)
+    assert one(plan, Kind.TOPIC_CONFIG) == (Action.DELETE, Safety.SAFE, "259200000 (3d)", "604800000 (1w)")
+    assert "reverts to the default" in plan.changes[0].reason
+    # Writing the default explicitly is not a change.
+    edit(same / "topics" / "orders.yaml", "      retention.ms: 14d\n  - name: orders.dlq",
+         "      retention.ms: 14d\n      segment.ms: 7d\n      cleanup.policy: [delete]\n  - name: orders.dlq")
+    assert diff(base, same).empty
+
+
+def test_acl_quota_and_user_changes(specs_copy: SpecsCopy) -> None:
+    base, head = specs_copy("base"), specs_copy("head")
+    edit(head / "acls.yaml", "operations: [read, write, describe]", "operations: [read, describe]")
+    edit(head / "quotas.yaml", "producer_byte_rate: 60MB/s", "producer_byte_rate: 80MB/s")
+    edit(head / "quotas.yaml", "consumer_byte_rate: 60MB/s", "consumer_byte_rate: 30MB/s")
+    edit(head / "users.yaml", "iterations: 4096", "iterations: 8192")
+    plan = diff(base, head)
+    acl = [c for c in plan.changes if c.kind is Kind.ACL]
+    assert [(c.action, c.safety, c.key) for c in acl] == [
+        (Action.DELETE, Safety.DESTRUCTIVE, "allow write on topic 'orders.' (prefixed)")]
+    quotas = {c.resource: (c.action, c.safety) for c in plan.changes if c.kind is Kind.QUOTA}
+    assert quotas == {"user=clickstream-collector": (Action.UPDATE, Safety.SAFE),
+                      "user=clickstream-sessionizer": (Action.UPDATE, Safety.DISRUPTIVE)}
+    assert one(plan, Kind.USER) == (Action.UPDATE, Safety.SAFE, "4096", "8192")
+
+
+def test_user_removal_is_destructive_and_never_shows_a_password(specs_copy: SpecsCopy) -> None:
+    base, head = specs_copy("base"), specs_copy("head")
+    edit(head / "users.yaml", "password: {env: KRAFTFORM_PASSWORD_ORDERS_SERVICE}",
+         "password: {env: KRAFTFORM_PASSWORD_ORDERS_SERVICE}\n    password_version: 2")
+    plan = diff(base, head)
+    assert one(plan, Kind.USER) == (Action.UPDATE, Safety.DISRUPTIVE, "1", "2")
+    assert "KRAFTFORM_PASSWORD" not in str(plan.to_dict())
+
+
+def test_cluster_consumer_and_profile_changes(specs_copy: SpecsCopy) -> None:
+    base, head = specs_copy("base"), specs_copy("head")
+    edit(head / "cluster.yaml", "controller_auth: mtls", "controller_auth: plain")
+    edit(head / "consumers.yaml", "trigger: 30s", "trigger: 1m")
+    edit(head / "profiles.yaml", "      max.message.bytes: 1MiB\n",
+         "      max.message.bytes: 1MiB\n    producer:\n      linger.ms: 20\n")
+    plan = diff(base, head)
+    assert one(plan, Kind.CLUSTER) == (Action.UPDATE, Safety.DISRUPTIVE, "mtls", "plain")
+    assert one(plan, Kind.CONSUMER) == (Action.UPDATE, Safety.SAFE, "30000", "60000")
+    assert one(plan, Kind.PROFILE) == (Action.UPDATE, Safety.SAFE, None, "20")
+
+
+def test_fewer_brokers_is_destructive(specs_copy: SpecsCopy) -> None:
+    base, head = specs_copy("base"), specs_copy("head")
+    edit(base / "cluster.yaml", "brokers: 3", "brokers: 4")
+    assert one(diff(base, head), Kind.CLUSTER) == (Action.UPDATE, Safety.DESTRUCTIVE, "4", "3")
+
+
+def test_classify_config_change_edge_cases() -> None:
+    assert classify_config_change("retention.ms", "-1", "604800000")[0] is Safety.DESTRUCTIVE
+    assert classify_config_change("retention.ms", "604800000", "-1")[0] is Safety.SAFE
+    assert classify_config_change("retention.bytes", None, "1000")[0] is Safety.DESTRUCTIVE
+    assert classify_config_change("cleanup.policy", "delete", "compact,delete")[0] is Safety.DESTRUCTIVE
+    assert classify_config_change("min.insync.replicas", "1", "2")[0] is Safety.DISRUPTIVE
+    assert classify_config_change("min.insync.replicas", "2", "1")[0] is Safety.SAFE
+    assert classify_config_change("max.message.bytes", "2000000", "1000000")[0] is Safety.DISRUPTIVE
+    assert classify_config_change("unclean.leader.election.enable", "false", "true")[0] is Safety.DISRUPTIVE
+    assert classify_config_change("segment.ms", "1", "2")[0] is Safety.SAFE

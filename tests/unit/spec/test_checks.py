@@ -1,0 +1,85 @@
+"""Cross-reference rules, each shown to fire on a minimal edit of the valid example platform."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kraftform.errors import SpecError
+from kraftform.spec.loader import load_specs
+
+from ...conftest import SpecsCopy, edit
+
+
+def problems_after(specs: Path, file: str, old: str, new: str) -> list[str]:
+    edit(specs / file, old, new)
+    with pytest.raises(SpecError) as caught:
+        load_specs(specs)
+    return [p.message for p in caught.value.problems]
+
+
+def test_consumer_needs_read_acl_on_its_topics(specs_copy: SpecsCopy) -> None:
+    messages = problems_after(specs_copy(), "acls.yaml",
+                              "    resource: {type: topic, name: clickstream.page-views.v1}\n"
+                              "    operations: [read, describe]",
+                              "    resource: {type: topic, name: clickstream.page-views.v1}\n"
+                              "    operations: [describe]")
+    assert messages == ["user 'clickstream-sessionizer' has no ACL allowing read on topic "
+                        "'clickstream.page-views.v1'; the authorizer denies by default"]
+
+
+def test_a_deny_acl_overrides_an_allow(specs_copy: SpecsCopy) -> None:
+    specs = specs_copy()
+    (specs / "deny.yaml").write_text(
+        "acls:\n  - principal: User:fraud-scoring\n    resource: {type: topic, name: payments., pattern: prefixed}\n"
+        "    operations: [all]\n    permission: deny\n")
+    with pytest.raises(SpecError) as caught:
+        load_specs(specs)
+    assert sorted(p.message for p in caught.value.problems) == [
+        "user 'fraud-scoring' has no ACL allowing read on topic 'payments.authorizations.v1'; "
+        "the authorizer denies by default",
+        "user 'fraud-scoring' has no ACL allowing read on topic 'payments.transactions.v1'; "
+        "the authorizer denies by default",
+    ]
+
+
+def test_topics_outside_the_managed_scope_are_rejected(specs_copy: SpecsCopy) -> None:
+    messages = problems_after(specs_copy(), "topics/orders.yaml", "name: orders.dlq.v1", "name: legacy.dlq.v1")
+    assert len(messages) == 1 and "outside cluster.managed_scope.topic_prefixes" in messages[0]
+
+
+def test_admin_user_cannot_also_be_declared(specs_copy: SpecsCopy) -> None:
+    messages = problems_after(specs_copy(), "cluster.yaml", "admin_user: kraftform-admin",
+                              "admin_user: payments-service")
+    assert messages == ["security.admin_user 'payments-service' is also declared under users; the cluster "
+                        "creates the admin user itself"]
+
+
+def test_duplicate_acl_bindings_and_quota_entities(specs_copy: SpecsCopy) -> None:
+    specs = specs_copy()
+    (specs / "more.yaml").write_text(
+        "acls:\n  - principal: User:orders-service\n    resource: {type: group, name: orders-service, "
+        "pattern: prefixed}\n    operations: [read]\n"
+        "quotas:\n  - entity: {user: orders-service}\n    producer_byte_rate: 1MB/s\n")
+    with pytest.raises(SpecError) as caught:
+        load_specs(specs)
+    messages = sorted(p.message.split(" (first")[0] for p in caught.value.problems)
+    assert messages == ["duplicate ACL binding \"User:orders-service: allow read on group 'orders-service' "
+                        "(prefixed)\"", "duplicate quota entity 'user=orders-service'"]
+
+
+def test_kafka_sink_must_name_a_declared_topic(specs_copy: SpecsCopy) -> None:
+    messages = problems_after(specs_copy(), "consumers.yaml", "topic: payments.fraud-scores.v1",
+                              "topic: payments.nowhere.v1")
+    assert messages == ["a kafka sink needs `sink.topic` naming a declared topic, got 'payments.nowhere.v1'"]
+
+
+def test_combined_mode_needs_enough_brokers(specs_copy: SpecsCopy) -> None:
+    specs = specs_copy()
+    edit(specs / "cluster.yaml", "mode: dedicated", "mode: combined")
+    edit(specs / "cluster.yaml", "controllers: 3", "controllers: 5")
+    with pytest.raises(SpecError) as caught:
+        load_specs(specs)
+    assert [p.message for p in caught.value.problems] == [
+        "combined mode runs controllers on brokers: 5 controllers need at least as many brokers, got 3"]

@@ -14,8 +14,8 @@ import pulumi
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `kraftform` lives beside this file
 
-from kraftform.errors import KraftformError, SpecError  # noqa: E402
-from kraftform.spec import load_specs  # noqa: E402
+from kraftform.errors import KraftformError, SpecError
+from kraftform.spec import load_specs
 
 config = pulumi.Config("kraftform")
 specs_dir = Path(config.get("specsDir") or Path(__file__).resolve().parents[1] / "specs")

@@ -5,8 +5,17 @@ Kafka comes from Maven Central (`org.apache.kafka:kafka_2.13`), never from a reg
 
 from __future__ import annotations
 
-#: The Apache Kafka release kraftform provisions and tests against (latest stable 4.x on Maven Central).
-KAFKA_VERSION = "4.4.0"
+#: The Apache Kafka release kraftform provisions and tests against: the newest 4.x whose full artifact set
+#: (server and kafka-tools) is on Maven Central. 4.4.0 is published without kafka-tools, so not yet.
+KAFKA_VERSION = "4.3.1"
 
 #: Kafka 4 releases a spec may ask for; the broker protocol used by the reconciler is stable across them.
 SUPPORTED_KAFKA_VERSIONS = ("4.0", "4.1", "4.2", "4.3", "4.4")
+
+#: Logging for the Kafka JVMs: Kafka 4 logs through SLF4J to Log4j 2, as the official image does.
+#: Kafka 4.3 builds against SLF4J 1.7, so the binding is Log4j 2's SLF4J 1.x bridge.
+LOG4J_VERSION = "2.24.3"
+
+#: Debian release of the locally built base image (debootstrap) and its Java runtime package.
+DEBIAN_SUITE = "bookworm"
+JRE_PACKAGE = "openjdk-17-jre-headless"

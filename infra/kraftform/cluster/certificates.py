@@ -1,0 +1,85 @@
+"""A private CA and one certificate per node, from `cryptography`. PEM throughout, keys in PKCS#8.
+
+Kafka reads PEM key stores directly (`ssl.keystore.type=PEM`), so no JKS and no store passwords. Each
+node's certificate names its container hostname and its loopback address, and (for the external
+listener) localhost and 127.0.0.1, so clients verify hostnames everywhere. EC P-256 keys: quick to make,
+which matters for throw-away test clusters.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+VALIDITY = dt.timedelta(days=825)
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    """A certificate and its private key, both PEM. `key_pem` is a secret."""
+
+    cert_pem: str
+    key_pem: str
+
+    @property
+    def keystore_pem(self) -> str:
+        """What `ssl.keystore.type=PEM` reads: the PKCS#8 key, then the certificate."""
+        return self.key_pem + self.cert_pem
+
+
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> str:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).decode()
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "kraftform"),
+                      x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def make_ca(cluster_name: str) -> KeyPair:
+    key = _key()
+    now = dt.datetime.now(dt.UTC)
+    name = _name(f"{cluster_name} kraftform CA")
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + VALIDITY)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                         content_commitment=False, key_encipherment=False,
+                                         data_encipherment=False, key_agreement=False, encipher_only=False,
+                                         decipher_only=False), critical=True)
+            .sign(key, hashes.SHA256()))
+    return KeyPair(cert.public_bytes(serialization.Encoding.PEM).decode(), _pem_key(key))
+
+
+def issue(ca: KeyPair, common_name: str, dns_names: Iterable[str] = (), ips: Iterable[str] = ()) -> KeyPair:
+    """A certificate for both server and client use (nodes are both on the controller listener)."""
+    ca_key = serialization.load_pem_private_key(ca.key_pem.encode(), password=None)
+    ca_cert = x509.load_pem_x509_certificate(ca.cert_pem.encode())
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = _key()
+    now = dt.datetime.now(dt.UTC)
+    sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dict.fromkeys(dns_names)]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in dict.fromkeys(ips)]
+    builder = (x509.CertificateBuilder().subject_name(_name(common_name)).issuer_name(ca_cert.subject)
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + VALIDITY)
+               .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+               .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
+                                                     ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False))
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
+    return KeyPair(cert.public_bytes(serialization.Encoding.PEM).decode(), _pem_key(key))

@@ -1,0 +1,224 @@
+"""Broker and controller `server.properties`, rendered as sorted, reviewable text. Pure.
+
+Security posture, on every node:
+- no PLAINTEXT listener anywhere: clients and brokers speak SASL_SSL (SCRAM), the controller listener is
+  mutual TLS (or SASL_SSL with PLAIN; SCRAM cannot work there, KAFKA-15513);
+- StandardAuthorizer with `allow.everyone.if.no.acl.found=false`: what no ACL allows is denied;
+- the admin, the inter-broker and every node principal are super users, nobody else.
+
+No secret appears in the rendered properties: passwords are read through Kafka's FileConfigProvider from a
+separate `secrets.properties` (mode 0600), so the main file can be reviewed, diffed and snapshot-tested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT, Node, Topology
+
+BROKER_USER = "kraftform-broker"
+CONTROLLER_USER = "kraftform-controller"
+SECRETS_FILE = "secrets.properties"
+#: Strip a certificate's DN to its CN: the node named in CN=<name>,O=kraftform is User:<name>.
+PRINCIPAL_MAPPING = "RULE:^CN=([^,]+),.*$/$1/,DEFAULT"
+SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+
+LOG4J2_CONFIG = """\
+Configuration:
+  status: warn
+  Appenders:
+    Console:
+      name: STDOUT
+      target: SYSTEM_OUT
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Root:
+      level: INFO
+      AppenderRef:
+        - ref: STDOUT
+    Logger:
+      - name: kafka.request.logger
+        level: WARN
+      - name: org.apache.kafka.controller
+        level: INFO
+      - name: state.change.logger
+        level: WARN
+"""
+
+# Log4j 2 reads YAML only with jackson-dataformat-yaml on the class path, which Kafka ships.
+LOG4J2_FILE = "log4j2.yaml"
+
+
+@dataclass(frozen=True)
+class NodePaths:
+    """Where a node finds its files; absolute paths inside the container or on the host."""
+
+    config_dir: str
+    data_dir: str
+
+    @property
+    def keystore(self) -> str:
+        return f"{self.config_dir}/tls/node.pem"
+
+    @property
+    def truststore(self) -> str:
+        return f"{self.config_dir}/tls/ca.pem"
+
+    @property
+    def secrets(self) -> str:
+        return f"{self.config_dir}/{SECRETS_FILE}"
+
+    @property
+    def server_properties(self) -> str:
+        return f"{self.config_dir}/server.properties"
+
+
+@dataclass(frozen=True)
+class Addressing:
+    """How nodes reach each other and where they listen: container hostnames, or loopback addresses."""
+
+    advertised: Mapping[str, str]  # node name -> host other nodes and clients use
+    bind: Mapping[str, str]  # node name -> address to listen on
+    external_host: str | None = None  # host-side name for the external listener, when published
+
+    def external_port(self, topo: Topology, node: Node) -> int | None:
+        listener = topo.cluster.security.external_listener
+        if self.external_host is None or not listener.enabled or node.broker_index is None:
+            return None
+        return listener.base_port + node.broker_index
+
+
+def _secret(paths: NodePaths, key: str) -> str:
+    return f"${{file:{paths.secrets}:{key}}}"
+
+
+def super_users(topo: Topology) -> list[str]:
+    users = [topo.cluster.security.admin_user, BROKER_USER] + [n.name for n in topo.nodes]
+    if topo.cluster.security.controller_auth == "plain":
+        users.append(CONTROLLER_USER)
+    return [f"User:{u}" for u in users]
+
+
+def _listeners(topo: Topology, node: Node, addr: Addressing) -> dict[str, str]:
+    bind, host = addr.bind[node.name], addr.advertised[node.name]
+    mech = topo.cluster.security.sasl_mechanism
+    controller_protocol = "SSL" if topo.cluster.security.controller_auth == "mtls" else "SASL_SSL"
+    listeners: list[str] = []
+    advertised: list[str] = []
+    protocols = {"CONTROLLER": controller_protocol}
+    if node.is_broker:
+        listeners += [f"CLIENT://{bind}:{CLIENT_PORT}", f"INTERNAL://{bind}:{INTERNAL_PORT}"]
+        advertised += [f"CLIENT://{host}:{CLIENT_PORT}", f"INTERNAL://{host}:{INTERNAL_PORT}"]
+        protocols |= {"CLIENT": "SASL_SSL", "INTERNAL": "SASL_SSL"}
+        port = addr.external_port(topo, node)
+        if port is not None:
+            listeners.append(f"EXTERNAL://{bind}:{port}")
+            advertised.append(f"EXTERNAL://{addr.external_host}:{port}")
+            protocols["EXTERNAL"] = "SASL_SSL"
+    if node.is_controller:
+        listeners.append(f"CONTROLLER://{bind}:{CONTROLLER_PORT}")
+        advertised.append(f"CONTROLLER://{host}:{CONTROLLER_PORT}")
+    out = {
+        "listeners": ",".join(listeners),
+        "advertised.listeners": ",".join(advertised),
+        "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in sorted(protocols.items())),
+        "controller.listener.names": "CONTROLLER",
+    }
+    if node.is_broker:
+        out |= {"inter.broker.listener.name": "INTERNAL", "sasl.enabled.mechanisms": mech,
+                "sasl.mechanism.inter.broker.protocol": mech}
+    return out
+
+
+def _sasl(topo: Topology, node: Node, paths: NodePaths) -> dict[str, str]:
+    mech = topo.cluster.security.sasl_mechanism.lower()
+    out: dict[str, str] = {}
+    if node.is_broker:
+        out[f"listener.name.internal.{mech}.sasl.jaas.config"] = (
+            f'{SCRAM_LOGIN} required username="{BROKER_USER}" password="{_secret(paths, "broker.password")}";')
+        for listener in ("client", "external"):
+            out[f"listener.name.{listener}.{mech}.sasl.jaas.config"] = f"{SCRAM_LOGIN} required;"
+    if topo.cluster.security.controller_auth == "mtls":
+        out["listener.name.controller.ssl.client.auth"] = "required"
+    else:
+        password = _secret(paths, "controller.password")
+        out |= {
+            "sasl.mechanism.controller.protocol": "PLAIN",
+            "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.controller.plain.sasl.jaas.config": (
+                f'{PLAIN_LOGIN} required username="{CONTROLLER_USER}" password="{password}" '
+                f'user_{CONTROLLER_USER}="{password}";'),
+        }
+    return out
+
+
+def render_properties(topo: Topology, node: Node, addr: Addressing, paths: NodePaths) -> dict[str, str]:
+    """Every setting of one node, as Kafka reads them."""
+    c = topo.cluster
+    brokers = len(topo.brokers)
+    internal_rf = min(3, brokers)
+    voters = ",".join(f"{n.node_id}@{addr.advertised[n.name]}:{CONTROLLER_PORT}" for n in topo.controllers)
+    props = {
+        "process.roles": ",".join(r for r in ("broker", "controller") if r in node.roles),
+        "node.id": str(node.node_id),
+        "controller.quorum.voters": voters,
+        "log.dirs": paths.data_dir,
+        "config.providers": "file",
+        "config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+        # TLS: PEM stores, no store passwords; hostnames verified by clients and peers.
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": paths.keystore,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": paths.truststore,
+        "ssl.endpoint.identification.algorithm": "https",
+        "ssl.principal.mapping.rules": PRINCIPAL_MAPPING,
+        # Deny by default.
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "allow.everyone.if.no.acl.found": "false",
+        "super.users": ";".join(super_users(topo)),
+        **_listeners(topo, node, addr),
+        **_sasl(topo, node, paths),
+    }
+    if node.is_broker:
+        props |= {
+            "auto.create.topics.enable": "false",
+            "default.replication.factor": str(min(c.defaults.replication_factor, brokers)),
+            "min.insync.replicas": str(c.defaults.min_insync_replicas),
+            "unclean.leader.election.enable": "false",
+            "num.partitions": str(c.defaults.partitions),
+            "offsets.topic.replication.factor": str(internal_rf),
+            "transaction.state.log.replication.factor": str(internal_rf),
+            "transaction.state.log.min.isr": str(min(2, internal_rf)),
+            "share.coordinator.state.topic.replication.factor": str(internal_rf),
+            "share.coordinator.state.topic.min.isr": str(min(2, internal_rf)),
+            # Throw-away clusters start serving groups at once; production readers rebalance anyway.
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        if node.rack:
+            props["broker.rack"] = node.rack
+    return props
+
+
+def properties_text(props: Mapping[str, str], header: str = "") -> str:
+    """Sorted `key=value` lines, so a change shows as a one-line diff."""
+    lines = [f"# {line}" for line in header.splitlines()]
+    lines += [f"{key}={_escape(value)}" for key, value in sorted(props.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _escape(value: str) -> str:
+    # java.util.Properties treats a backslash as an escape; nothing else here needs escaping.
+    return value.replace("\\", "\\\\")
+
+
+def secrets_properties(node: Node, topo: Topology, broker_password: str, controller_password: str) -> str:
+    """The secret half of a node's configuration (mode 0600)."""
+    values = {}
+    if node.is_broker:
+        values["broker.password"] = broker_password
+    if topo.cluster.security.controller_auth == "plain":
+        values["controller.password"] = controller_password
+    return properties_text(values)

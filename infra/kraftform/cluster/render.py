@@ -1,0 +1,121 @@
+"""A cluster spec + secrets -> every node's files and commands, as data. Pure apart from key generation.
+
+Both runtimes (Docker and local JVM processes) and the Pulumi program consume `RenderedNode`s; only the
+paths and addresses differ between them, and those are inputs here.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets as pysecrets
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kraftform.cluster.certificates import KeyPair, issue, make_ca
+from kraftform.cluster.config import (
+    BROKER_USER,
+    LOG4J2_CONFIG,
+    LOG4J2_FILE,
+    Addressing,
+    NodePaths,
+    properties_text,
+    render_properties,
+    secrets_properties,
+)
+from kraftform.cluster.topology import Node, Topology
+
+
+def new_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding, never starting with '-'."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def new_password() -> str:
+    return pysecrets.token_urlsafe(24)
+
+
+@dataclass(frozen=True)
+class ClusterSecrets:
+    """Everything secret about one cluster. Never logged, never rendered into reviewable output."""
+
+    cluster_id: str
+    ca: KeyPair
+    node_keys: Mapping[str, KeyPair]
+    admin_password: str = field(repr=False)
+    broker_password: str = field(repr=False)
+    controller_password: str = field(repr=False)
+
+
+def make_secrets(topo: Topology, addr: Addressing, admin_password: str | None = None) -> ClusterSecrets:
+    """A CA and node certificates naming every address the node is reached at; fresh passwords."""
+    ca = make_ca(topo.cluster.name)
+    keys = {}
+    for node in topo.nodes:
+        host = addr.advertised[node.name]
+        hosts = [node.name, host, "localhost"]
+        ips = ["127.0.0.1"] + ([host] if _is_ip(host) else [])
+        keys[node.name] = issue(ca, node.name, [h for h in hosts if not _is_ip(h)], ips)
+    return ClusterSecrets(new_cluster_id(), ca, keys, admin_password or new_password(), new_password(),
+                          new_password())
+
+
+def _is_ip(host: str) -> bool:
+    return host.replace(".", "").isdigit()
+
+
+@dataclass(frozen=True)
+class NodeFile:
+    """A file under the node's config directory. `secret` files hold keys or passwords (mode 0600)."""
+
+    relative_path: str
+    content: str = field(repr=False)
+    secret: bool = False
+
+    @property
+    def mode(self) -> int:
+        return 0o600 if self.secret else 0o644
+
+
+@dataclass(frozen=True)
+class RenderedNode:
+    node: Node
+    paths: NodePaths
+    properties: Mapping[str, str]
+    files: tuple[NodeFile, ...]
+    #: The admin and inter-broker SCRAM users, created in the metadata log at format time.
+    scram_args: tuple[str, ...] = field(repr=False)
+
+
+def java_options(node: Node, paths: NodePaths) -> tuple[str, ...]:
+    """Small heaps: six nodes of a test cluster must fit beside the tests on a CI runner."""
+    heap = ("-Xms384m", "-Xmx384m") if node.is_broker else ("-Xms160m", "-Xmx160m")
+    return (*heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:MaxMetaspaceSize=128m",
+            "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={paths.config_dir}/{LOG4J2_FILE}")
+
+
+def render_node(topo: Topology, node: Node, addr: Addressing, paths: NodePaths,
+                secrets: ClusterSecrets) -> RenderedNode:
+    props = render_properties(topo, node, addr, paths)
+    mech = topo.cluster.security.sasl_mechanism
+    header = (f"kraftform: {node.name} (node.id {node.node_id}, {', '.join(node.roles)}) of cluster "
+              f"{topo.cluster.name}. Generated; do not edit.")
+    files = (
+        NodeFile("server.properties", properties_text(props, header)),
+        NodeFile("secrets.properties",
+                 secrets_properties(node, topo, secrets.broker_password, secrets.controller_password), True),
+        NodeFile("tls/ca.pem", secrets.ca.cert_pem),
+        NodeFile("tls/node.pem", secrets.node_keys[node.name].keystore_pem, True),
+        NodeFile(LOG4J2_FILE, LOG4J2_CONFIG),
+    )
+    scram = ("--add-scram", f"{mech}=[name={topo.cluster.security.admin_user},password={secrets.admin_password}]",
+             "--add-scram", f"{mech}=[name={BROKER_USER},password={secrets.broker_password}]")
+    return RenderedNode(node, paths, props, files, scram)
+
+
+def render_cluster(topo: Topology, addr: Addressing, paths: Mapping[str, NodePaths],
+                   secrets: ClusterSecrets) -> tuple[RenderedNode, ...]:
+    return tuple(render_node(topo, n, addr, paths[n.name], secrets) for n in topo.nodes)

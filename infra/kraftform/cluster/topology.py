@@ -1,0 +1,71 @@
+"""Which nodes a cluster spec asks for: ids, roles, racks, names. Pure.
+
+Node ids are stable under scaling: brokers are 1..N and dedicated controllers 1001..1000+C, so adding a
+broker never renumbers a controller. In combined mode (small dev clusters) every node is a broker and the
+first C also vote in the controller quorum.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from kraftform.spec.model import ClusterSpec
+
+CONTROLLER_ID_BASE = 1000
+
+#: Listener ports inside a node; identical on every node (each has its own address).
+CLIENT_PORT = 9092
+INTERNAL_PORT = 9093
+CONTROLLER_PORT = 9094
+
+Role = Literal["broker", "controller"]
+
+
+@dataclass(frozen=True)
+class Node:
+    node_id: int
+    name: str
+    roles: tuple[Role, ...]
+    rack: str | None = None
+    #: Index among brokers (for the external listener's port); None for controller-only nodes.
+    broker_index: int | None = None
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+
+@dataclass(frozen=True)
+class Topology:
+    cluster: ClusterSpec
+    nodes: tuple[Node, ...]
+
+    @property
+    def brokers(self) -> tuple[Node, ...]:
+        return tuple(n for n in self.nodes if n.is_broker)
+
+    @property
+    def controllers(self) -> tuple[Node, ...]:
+        return tuple(n for n in self.nodes if n.is_controller)
+
+    def node(self, name: str) -> Node:
+        return next(n for n in self.nodes if n.name == name)
+
+
+def topology(cluster: ClusterSpec) -> Topology:
+    nodes: list[Node] = []
+    if cluster.mode == "combined":
+        for i in range(cluster.brokers):
+            roles: tuple[Role, ...] = ("broker", "controller") if i < cluster.controllers else ("broker",)
+            nodes.append(Node(i + 1, f"{cluster.name}-node-{i}", roles, cluster.rack_of(i), i))
+    else:
+        for i in range(cluster.controllers):
+            nodes.append(Node(CONTROLLER_ID_BASE + i + 1, f"{cluster.name}-controller-{i}", ("controller",)))
+        for i in range(cluster.brokers):
+            nodes.append(Node(i + 1, f"{cluster.name}-broker-{i}", ("broker",), cluster.rack_of(i), i))
+    return Topology(cluster, tuple(nodes))

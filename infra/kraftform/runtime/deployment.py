@@ -1,0 +1,88 @@
+"""What a runtime leaves in its state directory, so later commands find the cluster again.
+
+    STATE_DIR/cluster.json          runtime, nodes, bootstrap servers (no secrets)
+    STATE_DIR/admin.properties      Java admin client config (0600: holds the admin password)
+    STATE_DIR/admin.librdkafka.conf librdkafka admin config for kcat and confluent-kafka (0600)
+    STATE_DIR/ca.pem                the cluster's CA certificate
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from kraftform.cluster.clientconfig import ClientAuth, java_properties, librdkafka_conf, read_client_config
+from kraftform.errors import UsageError
+
+STATE_FILE = "cluster.json"
+
+
+@dataclass
+class NodeRecord:
+    name: str
+    node_id: int
+    roles: list[str]
+    #: The process id (local runtime) or container name (Docker runtime).
+    handle: str = ""
+
+
+@dataclass
+class Deployment:
+    runtime: str
+    cluster_name: str
+    bootstrap: str
+    brokers: int
+    kafka_version: str
+    nodes: list[NodeRecord] = field(default_factory=list)
+    #: Runtime-specific facts (network name, image, address base).
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def node(self, name: str) -> NodeRecord:
+        for record in self.nodes:
+            if record.name == name:
+                return record
+        raise UsageError(f"no node {name!r} in cluster {self.cluster_name!r} "
+                         f"(nodes: {', '.join(n.name for n in self.nodes)})")
+
+
+def write_private(path: Path, content: str) -> None:
+    """Create or replace a file readable only by its owner, without a window where it is wider."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(content)
+    os.chmod(path, 0o600)
+
+
+def save(state_dir: Path, deployment: Deployment) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / STATE_FILE).write_text(json.dumps(asdict(deployment), indent=2) + "\n")
+
+
+def load(state_dir: Path) -> Deployment:
+    path = state_dir / STATE_FILE
+    if not path.is_file():
+        raise UsageError(f"{state_dir}: no cluster here (no {STATE_FILE}); start one with `kraftform cluster up`")
+    data = json.loads(path.read_text())
+    data["nodes"] = [NodeRecord(**n) for n in data["nodes"]]
+    return Deployment(**data)
+
+
+def write_client_files(state_dir: Path, bootstrap: str, username: str, password: str, mechanism: str,
+                       ca_pem: str) -> ClientAuth:
+    ca_path = state_dir / "ca.pem"
+    ca_path.write_text(ca_pem)
+    auth = ClientAuth(bootstrap, username, password, mechanism, str(ca_path.resolve()))
+    write_private(state_dir / "admin.properties", java_properties(auth))
+    write_private(state_dir / "admin.librdkafka.conf", librdkafka_conf(auth))
+    return auth
+
+
+def admin_config(state_dir: Path) -> dict[str, str]:
+    """The librdkafka admin config of a running cluster, for confluent-kafka."""
+    path = state_dir / "admin.librdkafka.conf"
+    if not path.is_file():
+        raise UsageError(f"{state_dir}: no admin.librdkafka.conf; is the cluster up?")
+    return read_client_config(str(path))

@@ -1,0 +1,103 @@
+"""Is a cluster healthy? Every broker registered, and a record produced and read back over SASL_SSL.
+
+A port that accepts connections proves little (a broker accepts TLS long before it has joined the
+quorum); a round trip through a replicated topic proves the listeners, SCRAM, the authorizer, the
+controller quorum and replication all work.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kraftform.errors import KraftformError
+
+HEALTH_TOPIC = "kraftform.health"
+
+
+@dataclass(frozen=True)
+class ClusterHealth:
+    brokers: tuple[int, ...]
+    controller_id: int | None
+    under_replicated: int
+    offline: int
+
+    @property
+    def ok(self) -> bool:
+        return self.offline == 0 and self.under_replicated == 0
+
+
+def describe_health(conf: Mapping[str, str], timeout: float = 10.0) -> ClusterHealth:
+    """Brokers, the active controller and partition health, from one metadata read."""
+    admin = AdminClient(dict(conf))
+    cluster = admin.describe_cluster(request_timeout=timeout).result(timeout=timeout)
+    metadata = admin.list_topics(timeout=timeout)
+    under = offline = 0
+    for topic in metadata.topics.values():
+        for partition in topic.partitions.values():
+            if partition.leader < 0:
+                offline += 1
+            elif len(partition.isrs) < len(partition.replicas):
+                under += 1
+    controller = cluster.controller.id if cluster.controller is not None else None
+    return ClusterHealth(tuple(sorted(n.id for n in cluster.nodes)), controller, under, offline)
+
+
+def _ensure_health_topic(admin: AdminClient, replication: int, timeout: float) -> None:
+    futures = admin.create_topics([NewTopic(HEALTH_TOPIC, 1, replication)], request_timeout=timeout)
+    try:
+        futures[HEALTH_TOPIC].result(timeout=timeout)
+    except KafkaException as exc:
+        if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
+            raise
+
+
+def round_trip(conf: Mapping[str, str], replication: int, timeout: float = 30.0) -> float:
+    """Produce one record with acks=all and read it back; returns the seconds it took."""
+    started = time.monotonic()
+    _ensure_health_topic(AdminClient(dict(conf)), replication, timeout)
+    marker = uuid.uuid4().hex.encode()
+    producer = Producer({**conf, "acks": "all", "enable.idempotence": "true"})
+    delivered: list[object] = []
+    producer.produce(HEALTH_TOPIC, value=marker, on_delivery=lambda err, msg: delivered.append(err or msg))
+    producer.flush(timeout)
+    if not delivered or isinstance(delivered[0], Exception) or not hasattr(delivered[0], "offset"):
+        raise KraftformError(f"health check: produce to {HEALTH_TOPIC} failed: {delivered[:1]}")
+    offset = delivered[0].offset()
+    consumer = Consumer({**conf, "group.id": f"kraftform-health-{uuid.uuid4().hex[:8]}",
+                         "enable.auto.commit": "false"})
+    try:
+        consumer.assign([TopicPartition(HEALTH_TOPIC, 0, offset)])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None or message.error():
+                continue
+            if message.value() == marker:
+                return time.monotonic() - started
+    finally:
+        consumer.close()
+    raise KraftformError(f"health check: the record produced to {HEALTH_TOPIC} was not read back")
+
+
+def wait_healthy(conf: Mapping[str, str], expected_brokers: int, timeout: float = 180.0) -> ClusterHealth:
+    """Poll until every broker is registered and a round trip succeeds, or raise with the last error."""
+    deadline = time.monotonic() + timeout
+    last: object = "no answer yet"
+    quiet = {**conf, "log_level": "0"}
+    while time.monotonic() < deadline:
+        try:
+            health = describe_health(quiet, timeout=5.0)
+            if len(health.brokers) >= expected_brokers:
+                round_trip(quiet, min(3, expected_brokers), timeout=20.0)
+                return describe_health(quiet, timeout=5.0)
+            last = f"{len(health.brokers)} of {expected_brokers} brokers registered"
+        except (KafkaException, KraftformError, TimeoutError) as exc:
+            last = exc or "timed out"
+        time.sleep(1.0)
+    raise KraftformError(f"cluster not healthy after {timeout:.0f}s: {last}")

@@ -72,6 +72,7 @@ def load(state_dir: Path) -> Deployment:
 
 def write_client_files(state_dir: Path, bootstrap: str, username: str, password: str, mechanism: str,
                        ca_pem: str) -> ClientAuth:
+    state_dir.mkdir(parents=True, exist_ok=True)
     ca_path = state_dir / "ca.pem"
     ca_path.write_text(ca_pem)
     auth = ClientAuth(bootstrap, username, password, mechanism, str(ca_path.resolve()))

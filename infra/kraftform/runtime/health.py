@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -84,6 +84,26 @@ def round_trip(conf: Mapping[str, str], replication: int, timeout: float = 30.0)
     finally:
         consumer.close()
     raise KraftformError(f"health check: the record produced to {HEALTH_TOPIC} was not read back")
+
+
+def poll_health(conf: Mapping[str, str], until: Callable[[ClusterHealth], bool],
+                timeout: float = 120.0) -> ClusterHealth:
+    """Describe the cluster until `until` holds; a request that lands on a dead broker is retried.
+    Returns the last description (the caller asserts on it) or raises if none ever succeeded."""
+    deadline = time.monotonic() + timeout
+    last: ClusterHealth | None = None
+    while True:
+        try:
+            last = describe_health(conf, timeout=5.0)
+            if until(last):
+                return last
+        except (KafkaException, TimeoutError):
+            pass
+        if time.monotonic() >= deadline:
+            if last is None:
+                raise KraftformError(f"the cluster did not answer for {timeout:.0f}s")
+            return last
+        time.sleep(1.0)
 
 
 def wait_healthy(conf: Mapping[str, str], expected_brokers: int, timeout: float = 180.0) -> ClusterHealth:

@@ -39,7 +39,7 @@ def local_addressing(topo: Topology, state_dir: Path) -> Addressing:
     return Addressing(advertised=hosts, bind=hosts, external_host=None)
 
 
-def _java() -> str:
+def java_binary() -> str:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     if not java or not Path(java).exists():
@@ -76,7 +76,7 @@ class LocalRuntime:
         return str(home / "libs" / "*")
 
     def _format(self, home: Path, nodes: tuple[RenderedNode, ...], cluster_id: str) -> None:
-        java = _java()
+        java = java_binary()
         procs = []
         for r in nodes:
             if (Path(r.paths.data_dir) / "meta.properties").exists():
@@ -95,7 +95,7 @@ class LocalRuntime:
         """Launch one node from the files already in its directory; returns its pid."""
         paths = self._node_paths(node.name)
         log = open(self.node_dir(node.name) / "kafka.log", "ab")  # noqa: SIM115 - handed to the child
-        cmd = [_java(), *java_options(node, paths), "-cp", self._classpath(home), "kafka.Kafka",
+        cmd = [java_binary(), *java_options(node, paths), "-cp", self._classpath(home), "kafka.Kafka",
                paths.server_properties]
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=self.node_dir(node.name))

@@ -1,0 +1,88 @@
+"""`kraftform cluster up|status|down` and `kraftform images build`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from kraftform.cli.spec_commands import DEFAULT_SPECS
+from kraftform.runtime import RUNTIMES, get_runtime, runtime_of
+from kraftform.spec.loader import load_specs
+
+DEFAULT_STATE = ".state/cluster"
+
+
+def register(sub: Any) -> None:
+    cluster = sub.add_parser("cluster", help="secure KRaft clusters from the specs: up, status, down")
+    cs = cluster.add_subparsers(dest="cluster_command", required=True, parser_class=type(cluster))
+    up = cs.add_parser("up", help="start (or restart) a secure cluster and wait until it is healthy")
+    up.add_argument("specs_dir", nargs="?", default=DEFAULT_SPECS, metavar="SPECS_DIR")
+    up.add_argument("--runtime", choices=RUNTIMES, default="docker")
+    up.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE))
+    up.add_argument("--image", default=None, help="Kafka image for the docker runtime (default: kraftform/kafka)")
+    up.add_argument("--timeout", type=float, default=240, help="seconds to wait for health (default 240)")
+    up.set_defaults(handler=cmd_up)
+    status = cs.add_parser("status", help="brokers, controller quorum, under-replicated and offline partitions")
+    status.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE))
+    status.set_defaults(handler=cmd_status)
+    down = cs.add_parser("down", help="stop the cluster; --purge also deletes its data and state")
+    down.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE))
+    down.add_argument("--purge", action="store_true")
+    down.set_defaults(handler=cmd_down)
+
+    images = sub.add_parser("images", help="build the Kafka image locally (no registry needed)")
+    isub = images.add_subparsers(dest="images_command", required=True, parser_class=type(images))
+    build = isub.add_parser("build", help="debootstrap base image, then Kafka from Maven Central on top")
+    build.set_defaults(handler=cmd_images_build)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    specs = load_specs(args.specs_dir)
+    if args.runtime == "docker" and args.image is None:
+        from kraftform.runtime.images import build_kafka, docker_client
+
+        log: list[str] = []
+        build_kafka(docker_client(), log, specs.cluster.kafka_version)
+    runtime = get_runtime(args.runtime, args.state_dir, args.image)
+    health = runtime.up(specs.cluster, timeout=args.timeout)
+    from kraftform.runtime.deployment import load
+
+    deployment = load(args.state_dir)
+    state = args.state_dir
+    print(f"cluster {specs.cluster.name!r} is up ({args.runtime}): {len(health.brokers)} brokers healthy")
+    print(f"bootstrap servers: {deployment.bootstrap}")
+    print(f"admin client configs: {state / 'admin.properties'} (Java), {state / 'admin.librdkafka.conf'} "
+          f"(librdkafka: kcat -F); CA certificate: {state / 'ca.pem'}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from kraftform.runtime.deployment import load
+    from kraftform.runtime.status import cluster_status
+
+    deployment = load(args.state_dir)
+    status = cluster_status(deployment, args.state_dir)
+    h, q = status.health, status.quorum
+    print(f"cluster {deployment.cluster_name!r} ({deployment.runtime}) at {deployment.bootstrap}")
+    print(f"brokers: {len(h.brokers)} of {deployment.brokers} registered ({', '.join(map(str, h.brokers))})")
+    print(f"controller quorum: leader {q.leader_id}, voters {', '.join(map(str, q.voters))}, "
+          f"max follower lag {q.max_follower_lag}")
+    print(f"under-replicated partitions: {h.under_replicated}; offline partitions: {h.offline}")
+    print("healthy" if status.healthy else "NOT healthy")
+    return 0 if status.healthy else 2
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    runtime_of(args.state_dir).down(purge=args.purge)
+    print(f"cluster in {args.state_dir} stopped" + (" and purged" if args.purge else " (data kept)"))
+    return 0
+
+
+def cmd_images_build(args: argparse.Namespace) -> int:
+    from kraftform.runtime.images import build_kafka, docker_client
+
+    log: list[str] = []
+    build_kafka(docker_client(), log)
+    print("\n".join(log))
+    return 0

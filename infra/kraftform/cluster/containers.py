@@ -1,0 +1,105 @@
+"""Rendered nodes -> container specs, as plain data. Pure.
+
+The Docker runtime runs these objects and the Pulumi program turns the same objects into pulumi-docker
+resources, so a cluster started by `kraftform cluster up` and one made by `pulumi up` are the same.
+
+The contract with the image is the official `apache/kafka` one: jars in /opt/kafka/libs, `java` on PATH,
+a POSIX shell, user id 1000. kraftform mounts a full configuration and runs its own command instead of the
+image's env-driven entry point (which wants JKS stores and password files).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kraftform.cluster.config import Addressing, NodePaths
+from kraftform.cluster.render import ClusterSecrets, RenderedNode, java_options, render_cluster
+from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_PORT, Topology
+from kraftform.versions import KAFKA_VERSION
+
+CONFIG_DIR = "/etc/kraftform"
+DATA_DIR = "/var/lib/kafka/data"
+KAFKA_LIBS = "/opt/kafka/libs"
+CONTAINER_UID = 1000
+FORMAT_ARGS = "format.args"
+
+LOCAL_IMAGE = f"kraftform/kafka:{KAFKA_VERSION}"
+OFFICIAL_IMAGE = f"apache/kafka:{KAFKA_VERSION}"
+
+
+@dataclass(frozen=True)
+class ContainerFile:
+    path: str
+    content: str = field(repr=False)
+    mode: int = 0o644
+    secret: bool = False
+
+
+@dataclass(frozen=True)
+class PortBinding:
+    container_port: int
+    host_port: int
+    host_ip: str = "127.0.0.1"  # published on loopback only: nothing outside this machine reaches it
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    name: str
+    hostname: str
+    image: str
+    command: tuple[str, ...]
+    network: str
+    aliases: tuple[str, ...]
+    volume: str
+    volume_path: str
+    files: tuple[ContainerFile, ...]
+    ports: tuple[PortBinding, ...] = ()
+    healthcheck: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    user: str = f"{CONTAINER_UID}:{CONTAINER_UID}"
+
+
+def docker_addressing(topo: Topology) -> Addressing:
+    """Nodes find each other by container hostname; the host reaches brokers on published loopback ports."""
+    names = {n.name: n.name for n in topo.nodes}
+    return Addressing(advertised=names, bind={n.name: "0.0.0.0" for n in topo.nodes}, external_host="localhost")
+
+
+def _command(r: RenderedNode, cluster_id: str) -> tuple[str, ...]:
+    classpath = f'"{KAFKA_LIBS}/*"'
+    options = " ".join(java_options(r.node, r.paths))
+    script = (
+        "set -euf; "  # -f: the SCRAM arguments contain [ ] and must not be globbed
+        f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
+        f"java -Xmx256m -cp {classpath} kafka.tools.StorageTool format --cluster-id {cluster_id} "
+        f"--config {r.paths.server_properties} --ignore-formatted $(cat {CONFIG_DIR}/{FORMAT_ARGS}); fi; "
+        f"exec java {options} -cp {classpath} kafka.Kafka {r.paths.server_properties}"
+    )
+    return ("sh", "-c", script)
+
+
+def _healthcheck(r: RenderedNode) -> tuple[str, ...]:
+    port = CLIENT_PORT if r.node.is_broker else CONTROLLER_PORT
+    return ("CMD-SHELL", f"bash -c '</dev/tcp/127.0.0.1/{port}' || exit 1")
+
+
+def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_IMAGE) -> tuple[ContainerSpec, ...]:
+    """One container per node, on one network, each with its own data volume."""
+    addr = docker_addressing(topo)
+    paths = {n.name: NodePaths(CONFIG_DIR, DATA_DIR) for n in topo.nodes}
+    network = f"kraftform-{topo.cluster.name}"
+    specs = []
+    for r in render_cluster(topo, addr, paths, secrets):
+        files = tuple(ContainerFile(f"{CONFIG_DIR}/{f.relative_path}", f.content, f.mode, f.secret) for f in r.files)
+        files += (ContainerFile(f"{CONFIG_DIR}/{FORMAT_ARGS}", " ".join(r.scram_args) + "\n", 0o600, True),)
+        port = addr.external_port(topo, r.node)
+        specs.append(ContainerSpec(
+            name=r.node.name, hostname=r.node.name, image=image, command=_command(r, secrets.cluster_id),
+            network=network, aliases=(r.node.name,), volume=f"{r.node.name}-data", volume_path=DATA_DIR,
+            files=files, ports=(PortBinding(port, port),) if port is not None else (),
+            healthcheck=_healthcheck(r),
+            labels={"dev.kraftform.cluster": topo.cluster.name, "dev.kraftform.node": r.node.name,
+                    "dev.kraftform.roles": ",".join(r.node.roles)},
+        ))
+    return tuple(specs)

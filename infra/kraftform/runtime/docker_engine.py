@@ -1,0 +1,198 @@
+"""Run container specs on a Docker engine through the Docker SDK for Python.
+
+Each node is a container on the cluster's own bridge network, with its data on a named volume that
+outlives the container (restart and re-create keep data; `down --purge` removes it). Configuration files
+are copied in before the container starts, owned by the image's Kafka user, secrets mode 0600. Brokers
+publish their external listener on 127.0.0.1 only; the host-side admin files point there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import shutil
+import tarfile
+import time
+from pathlib import Path
+
+import docker
+from docker.errors import APIError, NotFound
+from docker.models.containers import Container
+
+from kraftform.cluster.config import Addressing
+from kraftform.cluster.containers import (
+    CONTAINER_UID,
+    LOCAL_IMAGE,
+    ContainerSpec,
+    container_specs,
+    docker_addressing,
+)
+from kraftform.cluster.render import make_secrets
+from kraftform.cluster.topology import topology
+from kraftform.errors import KraftformError
+from kraftform.runtime import deployment as dep
+from kraftform.runtime.health import ClusterHealth, wait_healthy
+from kraftform.runtime.images import docker_client
+from kraftform.spec.model import ClusterSpec
+
+
+def with_external_listener(cluster: ClusterSpec) -> ClusterSpec:
+    """The host reaches containerised brokers only through published ports: the external listener is on."""
+    listener = dataclasses.replace(cluster.security.external_listener, enabled=True)
+    return dataclasses.replace(cluster, security=dataclasses.replace(cluster.security, external_listener=listener))
+
+
+def files_tar(spec: ContainerSpec) -> bytes:
+    """A tar of the spec's files, owned by the container user, with their modes; directories included."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        dirs = sorted({str(Path(f.path).parent) for f in spec.files})
+        for directory in dirs:
+            parts = Path(directory).parts
+            for i in range(2, len(parts) + 1):
+                name = str(Path(*parts[:i])).lstrip("/")
+                if name in tar.getnames():
+                    continue
+                info = tarfile.TarInfo(name)
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                info.uid = info.gid = CONTAINER_UID
+                tar.addfile(info)
+        for f in spec.files:
+            data = f.content.encode()
+            info = tarfile.TarInfo(f.path.lstrip("/"))
+            info.size, info.mode = len(data), f.mode
+            info.uid = info.gid = CONTAINER_UID
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+class DockerRuntime:
+    name = "docker"
+
+    def __init__(self, state_dir: Path, image: str | None = None) -> None:
+        self.state_dir = state_dir.resolve()
+        self.image = image
+
+    @property
+    def client(self) -> docker.DockerClient:
+        return docker_client()
+
+    def _network(self, client: docker.DockerClient, name: str, cluster: str) -> None:
+        if not client.networks.list(names=[name]):
+            client.networks.create(name, driver="bridge", labels={"dev.kraftform.cluster": cluster})
+
+    def create_container(self, client: docker.DockerClient, spec: ContainerSpec) -> Container:
+        """Create (not start) one node's container with its files in place; volume created if missing."""
+        try:
+            client.volumes.get(spec.volume)
+        except NotFound:
+            client.volumes.create(spec.volume, labels=dict(spec.labels))
+        networking = client.api.create_networking_config(
+            {spec.network: client.api.create_endpoint_config(aliases=list(spec.aliases))})
+        response = client.api.create_container(
+            spec.image, command=list(spec.command), name=spec.name, hostname=spec.hostname, user=spec.user,
+            labels=dict(spec.labels), ports=[p.container_port for p in spec.ports],
+            healthcheck={"test": list(spec.healthcheck), "interval": 2_000_000_000, "timeout": 2_000_000_000,
+                         "retries": 30, "start_period": 5_000_000_000},
+            host_config=client.api.create_host_config(
+                binds={spec.volume: {"bind": spec.volume_path, "mode": "rw"}},
+                port_bindings={p.container_port: (p.host_ip, p.host_port) for p in spec.ports},
+                restart_policy={"Name": "no"}),
+            networking_config=networking)
+        container = client.containers.get(response["Id"])
+        container.put_archive("/", files_tar(spec))
+        return container
+
+    def up(self, cluster: ClusterSpec, admin_password: str | None = None, timeout: float = 240) -> ClusterHealth:
+        """Create the network, volumes and containers and start them; idempotent like the local runtime."""
+        cluster = with_external_listener(cluster)
+        client = self.client
+        topo = topology(cluster)
+        addr: Addressing = docker_addressing(topo)
+        image = self.image or LOCAL_IMAGE
+        if (self.state_dir / dep.STATE_FILE).is_file():
+            deployment = dep.load(self.state_dir)
+            for record in deployment.nodes:
+                client.containers.get(record.handle).start()
+        else:
+            secrets = make_secrets(topo, addr, admin_password)
+            specs = container_specs(topo, secrets, image)
+            leftovers = [s.volume for s in specs if client.volumes.list(filters={"name": f"^{s.volume}$"})]
+            if leftovers:
+                # Their data belongs to another cluster id; never reuse or delete it silently.
+                raise KraftformError(
+                    f"data volumes from an earlier cluster exist ({', '.join(leftovers)}) but {self.state_dir} "
+                    f"holds no cluster: use that cluster's --state-dir, or remove them with "
+                    f"`docker volume rm {' '.join(leftovers)}`")
+            self._network(client, specs[0].network, cluster.name)
+            for spec in specs:
+                _remove_if_present(client, spec.name)
+                self.create_container(client, spec).start()
+            ports = [p.host_port for s in specs for p in s.ports]
+            bootstrap = ",".join(f"localhost:{p}" for p in ports)
+            dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
+                                   cluster.security.sasl_mechanism, secrets.ca.cert_pem)
+            deployment = dep.Deployment(
+                self.name, cluster.name, bootstrap, cluster.brokers, cluster.kafka_version,
+                [dep.NodeRecord(n.name, n.node_id, list(n.roles), n.name) for n in topo.nodes],
+                {"network": specs[0].network, "image": image})
+            dep.save(self.state_dir, deployment)
+        return wait_healthy(dep.admin_config(self.state_dir), cluster.brokers, timeout)
+
+    def kill_node(self, name: str, signal: str = "SIGKILL") -> None:
+        container = self.client.containers.get(dep.load(self.state_dir).node(name).handle)
+        container.kill(signal=signal)
+        container.wait(timeout=60)
+
+    def start_node(self, name: str) -> None:
+        self.client.containers.get(dep.load(self.state_dir).node(name).handle).start()
+
+    def stop(self) -> None:
+        """Brokers first (controlled shutdown needs the controllers), then controllers."""
+        deployment = dep.load(self.state_dir)
+        client = self.client
+        for want_broker in (True, False):
+            for record in deployment.nodes:
+                if ("broker" in record.roles) == want_broker:
+                    with contextlib.suppress(NotFound):
+                        client.containers.get(record.handle).stop(timeout=30)
+
+    def down(self, purge: bool = False) -> None:
+        self.stop()
+        if not purge:
+            return
+        deployment = dep.load(self.state_dir)
+        client = self.client
+        for record in deployment.nodes:
+            _remove_if_present(client, record.handle)
+            with contextlib.suppress(NotFound):
+                client.volumes.get(f"{record.name}-data").remove(force=True)
+        for network in client.networks.list(names=[deployment.extra["network"]]):
+            network.remove()
+        shutil.rmtree(self.state_dir)
+
+    def resident_bytes(self) -> int:
+        total = 0
+        client = self.client
+        for record in dep.load(self.state_dir).nodes:
+            stats = client.containers.get(record.handle).stats(stream=False)
+            memory = stats.get("memory_stats", {})
+            total += int(memory.get("usage", 0)) - int(memory.get("stats", {}).get("cache", 0))
+        return total
+
+
+def _remove_if_present(client: docker.DockerClient, name: str) -> None:
+    try:
+        client.containers.get(name).remove(force=True)
+    except NotFound:
+        pass
+    except APIError as exc:
+        raise KraftformError(f"cannot remove old container {name}: {exc}") from None
+    for _ in range(50):
+        try:
+            client.containers.get(name)
+            time.sleep(0.1)
+        except NotFound:
+            return
+

@@ -1,0 +1,100 @@
+"""Build kraftform's images with no registry: a Debian base from debootstrap, then Kafka on top.
+
+There is nothing to `docker pull` here (nor at air-gapped sites): the base root filesystem comes from
+Debian's packages through `debootstrap --variant=minbase`, is turned into an image by `docker import`,
+and the Kafka image installs a JRE from Debian and copies the jars fetched from Maven Central into
+/opt/kafka/libs, where the official `apache/kafka` image keeps them. Images are used by name, never
+pulled. Both builds are skipped when the image already exists.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import docker
+from docker.errors import BuildError, ImageNotFound
+
+from kraftform.cluster.containers import CONTAINER_UID, KAFKA_LIBS, LOCAL_IMAGE
+from kraftform.errors import KraftformError
+from kraftform.runtime.artifacts import ensure_kafka
+from kraftform.versions import DEBIAN_SUITE, JRE_PACKAGE, KAFKA_VERSION
+
+BASE_IMAGE = f"kraftform/debian:{DEBIAN_SUITE}"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+
+KAFKA_DOCKERFILE = f"""\
+FROM {BASE_IMAGE}
+RUN apt-get update \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {JRE_PACKAGE} bash \\
+ && rm -rf /var/lib/apt/lists/* \\
+ && useradd --uid {CONTAINER_UID} --user-group --no-create-home --home-dir /opt/kafka kafka \\
+ && mkdir -p {KAFKA_LIBS} /var/lib/kafka/data /etc/kraftform \\
+ && chown -R {CONTAINER_UID}:{CONTAINER_UID} /var/lib/kafka /etc/kraftform
+COPY libs/ {KAFKA_LIBS}/
+USER {CONTAINER_UID}:{CONTAINER_UID}
+WORKDIR /opt/kafka
+LABEL dev.kraftform.kafka-version="{{version}}"
+"""
+
+
+def _exists(client: docker.DockerClient, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+        return True
+    except ImageNotFound:
+        return False
+
+
+def build_base(client: docker.DockerClient, log: list[str]) -> str:
+    if _exists(client, BASE_IMAGE):
+        log.append(f"{BASE_IMAGE}: present")
+        return BASE_IMAGE
+    if shutil.which("debootstrap") is None:
+        raise KraftformError("debootstrap is needed to build the base image (apt-get install debootstrap)")
+    with tempfile.TemporaryDirectory(prefix="kraftform-rootfs-") as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        done = subprocess.run(["debootstrap", "--variant=minbase", DEBIAN_SUITE, str(rootfs), DEBIAN_MIRROR],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise KraftformError(f"debootstrap failed:\n{done.stderr[-2000:] or done.stdout[-2000:]}")
+        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+        assert tar.stdout is not None
+        client.api.import_image_from_stream(tar.stdout, repository=BASE_IMAGE.split(":")[0],
+                                            tag=BASE_IMAGE.split(":")[1])
+        tar.wait()
+    if not _exists(client, BASE_IMAGE):
+        raise KraftformError(f"docker import did not produce {BASE_IMAGE}")
+    log.append(f"{BASE_IMAGE}: built with debootstrap {DEBIAN_SUITE} (minbase)")
+    return BASE_IMAGE
+
+
+def build_kafka(client: docker.DockerClient, log: list[str], version: str = KAFKA_VERSION) -> str:
+    tag = LOCAL_IMAGE if version == KAFKA_VERSION else f"kraftform/kafka:{version}"
+    if _exists(client, tag):
+        log.append(f"{tag}: present")
+        return tag
+    build_base(client, log)
+    home = ensure_kafka(version)
+    with tempfile.TemporaryDirectory(prefix="kraftform-image-") as tmp:
+        context = Path(tmp)
+        shutil.copytree(home / "libs", context / "libs")
+        (context / "Dockerfile").write_text(KAFKA_DOCKERFILE.replace("{version}", version))
+        try:
+            client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, pull=False)
+        except BuildError as exc:
+            tail = "\n".join(str(line.get("stream", line.get("error", ""))).rstrip() for line in exc.build_log)
+            raise KraftformError(f"building {tag} failed:\n{tail[-3000:]}") from None
+    log.append(f"{tag}: built (Kafka {version}, {JRE_PACKAGE})")
+    return tag
+
+
+def docker_client() -> docker.DockerClient:
+    try:
+        client = docker.from_env(timeout=300)
+        client.ping()
+        return client
+    except docker.errors.DockerException as exc:
+        raise KraftformError(f"no Docker engine answers ({exc}); start dockerd") from None

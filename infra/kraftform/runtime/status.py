@@ -1,0 +1,66 @@
+"""Cluster status for operators: brokers, the controller quorum, under-replicated and offline partitions.
+
+confluent-kafka cannot describe the KRaft quorum, so the quorum comes from Kafka's own
+MetadataQuorumCommand, run from the jars kraftform already fetched, with the admin client config.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from kraftform.errors import KraftformError
+from kraftform.runtime.artifacts import ensure_kafka
+from kraftform.runtime.deployment import Deployment, admin_config
+from kraftform.runtime.health import ClusterHealth, describe_health
+from kraftform.runtime.local import java_binary
+
+
+@dataclass(frozen=True)
+class QuorumStatus:
+    leader_id: int
+    voters: tuple[int, ...]
+    observers: tuple[int, ...]
+    max_follower_lag: int
+
+
+def _ids(line: str) -> tuple[int, ...]:
+    return tuple(int(i) for i in re.findall(r'"id":\s*(\d+)', line))
+
+
+def parse_quorum(text: str) -> QuorumStatus:
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    try:
+        return QuorumStatus(int(fields["LeaderId"].strip()), _ids(fields["CurrentVoters"]),
+                            _ids(fields.get("CurrentObservers", "")), int(fields["MaxFollowerLag"].strip()))
+    except (KeyError, ValueError) as exc:
+        raise KraftformError(f"unexpected MetadataQuorumCommand output ({exc}):\n{text[-1000:]}") from None
+
+
+def quorum_status(deployment: Deployment, state_dir: Path) -> QuorumStatus:
+    home = ensure_kafka(deployment.kafka_version)
+    done = subprocess.run(
+        [java_binary(), "-Xmx128m", "-cp", str(home / "libs" / "*"), "org.apache.kafka.tools.MetadataQuorumCommand",
+         "--bootstrap-server", deployment.bootstrap, "--command-config", str(state_dir / "admin.properties"),
+         "describe", "--status"], capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode != 0:
+        raise KraftformError(f"describing the controller quorum failed:\n{done.stderr[-1500:]}")
+    return parse_quorum(done.stdout)
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    health: ClusterHealth
+    quorum: QuorumStatus
+    expected_brokers: int
+
+    @property
+    def healthy(self) -> bool:
+        return self.health.ok and len(self.health.brokers) == self.expected_brokers
+
+
+def cluster_status(deployment: Deployment, state_dir: Path) -> ClusterStatus:
+    return ClusterStatus(describe_health({**admin_config(state_dir), "log_level": "0"}),
+                         quorum_status(deployment, state_dir), deployment.brokers)

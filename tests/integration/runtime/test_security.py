@@ -1,0 +1,116 @@
+"""The secure cluster, tested as an attacker and an operator would: both runtimes pass the same tests."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
+
+from kraftform.cluster.certificates import make_ca
+from kraftform.runtime.health import describe_health, poll_health, round_trip
+
+from ..conftest import LiveCluster, unique
+
+pytestmark = pytest.mark.integration
+
+
+def _metadata_error(conf: dict[str, Any]) -> str:
+    """Try to read metadata; return every error the client saw (the test asserts it failed, and why).
+
+    librdkafka reports the cause (authentication, TLS) through `error_cb`; the metadata call itself
+    only says the brokers were unreachable.
+    """
+    seen: list[str] = []
+    with_callback: dict[str, Any] = {**conf, "error_cb": lambda err: seen.append(str(err))}
+    admin = AdminClient(with_callback)
+    try:
+        admin.list_topics(timeout=8)
+    except KafkaException as exc:
+        seen.append(str(exc.args[0]))
+    admin.poll(1)  # serve the queued error callbacks
+    return " | ".join(seen)
+
+
+def test_admin_over_sasl_ssl_sees_every_broker_and_round_trips(cluster: LiveCluster) -> None:
+    health = describe_health(cluster.admin)
+    assert health.brokers == (1, 2, 3)
+    assert cluster.admin["security.protocol"] == "SASL_SSL"
+    assert round_trip(cluster.admin, 3) < 30
+
+
+def test_plaintext_connection_fails(cluster: LiveCluster) -> None:
+    conf = {k: v for k, v in cluster.admin.items() if not k.startswith(("sasl", "ssl"))}
+    error = _metadata_error({**conf, "security.protocol": "PLAINTEXT"})
+    assert "Failed to get metadata" in error, error
+
+
+def test_unknown_user_and_wrong_password_are_rejected(cluster: LiveCluster) -> None:
+    for overrides in ({"sasl.username": "nobody"}, {"sasl.password": "not-the-password"}):
+        error = _metadata_error(cluster.client(**overrides))
+        assert "Authentication failed" in error and "invalid credentials" in error, (overrides.keys(), error)
+
+
+def test_client_that_does_not_trust_the_ca_is_rejected(cluster: LiveCluster, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    other_ca = tmp_path / "other-ca.pem"
+    other_ca.write_text(make_ca("someone-else").cert_pem)
+    error = _metadata_error(cluster.client(**{"ssl.ca.location": str(other_ca)}))
+    assert "certificate verify failed" in error, error
+
+
+def test_user_without_acls_is_denied_read_and_write(cluster: LiveCluster) -> None:
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    admin = AdminClient(cluster.admin)
+    user, password, topic = unique("nobody").replace(".", "-"), "pw-" + unique(), unique("it.denied")
+    upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
+                                          password.encode())
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(timeout=30)
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(timeout=30)
+    conf = cluster.client(**{"sasl.username": user, "sasl.password": password})
+
+    errors: list[KafkaError] = []
+    producer = Producer({**conf, "message.timeout.ms": "10000"})
+    deadline = time.monotonic() + 60  # the new credential reaches every broker within moments
+    while not errors and time.monotonic() < deadline:
+        producer.produce(topic, b"x", on_delivery=lambda err, _msg: errors.append(err) if err else None)
+        producer.flush(15)
+    assert errors and errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, errors
+
+    # Read: a record the admin wrote is there, and this user never gets it.
+    admin_producer = Producer({**cluster.admin, "acks": "all"})
+    admin_producer.produce(topic, b"secret-record")
+    assert admin_producer.flush(30) == 0
+    consumer = Consumer({**conf, "group.id": unique("g"), "enable.auto.commit": "false"})
+    codes: set[int] = set()
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        for _ in range(10):
+            message = consumer.poll(1.0)
+            if message is not None:
+                error = message.error()
+                assert error is not None, "an unauthorized user read a record"
+                codes.add(error.code())
+    finally:
+        consumer.close()
+    assert codes & {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED}, codes
+
+
+def test_killed_broker_rejoins_and_under_replication_clears(cluster: LiveCluster) -> None:
+    admin = AdminClient(cluster.admin)
+    topic = unique("it.failover")
+    admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(timeout=30)
+    victim = f"{cluster.spec.name}-broker-1"
+    cluster.runtime.kill_node(victim)  # SIGKILL: no controlled shutdown
+    try:
+        during = poll_health(cluster.admin, lambda h: h.under_replicated > 0 and 2 not in h.brokers, 90)
+        assert during.under_replicated > 0 and 2 not in during.brokers
+        round_trip(cluster.admin, 3)  # two of three replicas in sync: acks=all writes still succeed
+    finally:
+        cluster.runtime.start_node(victim)
+    after = poll_health(cluster.admin, lambda h: h.ok and h.brokers == (1, 2, 3), 180)
+    assert after.brokers == (1, 2, 3) and after.under_replicated == 0 and after.offline == 0

@@ -1,0 +1,41 @@
+"""Container specs are data: check what the Docker runtime and Pulumi will be handed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kraftform.cluster.containers import CONFIG_DIR, DATA_DIR, container_specs, docker_addressing
+from kraftform.cluster.render import make_secrets
+from kraftform.cluster.topology import topology
+from kraftform.spec.loader import load_specs
+
+CLUSTER = load_specs(Path(__file__).resolve().parents[2] / "fixtures" / "cluster").cluster
+
+
+def test_one_container_per_node_on_one_network_with_own_volume() -> None:
+    topo = topology(CLUSTER)
+    secrets = make_secrets(topo, docker_addressing(topo), admin_password="s3cret-admin")
+    specs = container_specs(topo, secrets, "img:1")
+    assert [s.name for s in specs] == [n.name for n in topo.nodes]
+    assert {s.network for s in specs} == {"kraftform-kftest"}
+    assert len({s.volume for s in specs}) == 6 and {s.volume_path for s in specs} == {DATA_DIR}
+    brokers = [s for s in specs if "broker" in s.labels["dev.kraftform.roles"]]
+    assert [(p.container_port, p.host_port, p.host_ip) for s in brokers for p in s.ports] == [
+        (29092, 29092, "127.0.0.1"), (29093, 29093, "127.0.0.1"), (29094, 29094, "127.0.0.1")]
+    assert all(not s.ports for s in specs if s not in brokers)
+
+
+def test_secrets_only_in_secret_files_never_in_commands_or_labels() -> None:
+    topo = topology(CLUSTER)
+    secrets = make_secrets(topo, docker_addressing(topo), admin_password="s3cret-admin")
+    for spec in container_specs(topo, secrets):
+        visible = " ".join(spec.command) + repr(spec) + str(spec.labels)
+        for secret in (secrets.admin_password, secrets.broker_password, secrets.node_keys[spec.name].key_pem):
+            assert secret not in visible
+        by_path = {f.path: f for f in spec.files}
+        assert by_path[f"{CONFIG_DIR}/tls/node.pem"].secret and by_path[f"{CONFIG_DIR}/tls/node.pem"].mode == 0o600
+        assert by_path[f"{CONFIG_DIR}/format.args"].secret
+        assert "s3cret-admin" in by_path[f"{CONFIG_DIR}/format.args"].content
+        assert not by_path[f"{CONFIG_DIR}/server.properties"].secret
+        assert secrets.broker_password not in by_path[f"{CONFIG_DIR}/server.properties"].content
+        assert spec.command[:2] == ("sh", "-c") and "kafka.Kafka" in spec.command[2]

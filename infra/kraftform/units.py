@@ -29,43 +29,32 @@ def _whole(value: float, text: str) -> int:
     return int(value)
 
 
-def parse_size(value: int | str) -> int:
-    """Bytes from an integer or a string like `500GiB`, `1.5 TB`, `1048576`."""
+def _parse(value: int | str, pattern: re.Pattern[str], units: dict[str, int], what: str, examples: str) -> int:
+    """An integer as is, or a number with a unit from `units` (looked up lower-case)."""
     if isinstance(value, bool):
-        raise ValueError(f"expected a size, got {value!r}")
+        raise ValueError(f"expected {what}, got {value!r}")
     if isinstance(value, int):
         return value
-    match = SIZE_PATTERN.match(value.strip())
+    match = pattern.match(value.strip())
     if not match:
-        raise ValueError(f"{value!r} is not a size (examples: 1048576, 512MiB, 2GB)")
+        raise ValueError(f"{value!r} is not {what} (examples: {examples})")
     number, unit = match.groups()
-    return _whole(float(number) * _SIZE_UNITS[(unit or "").lower()], value)
+    return _whole(float(number) * units[(unit or "").lower()], value)
+
+
+def parse_size(value: int | str) -> int:
+    """Bytes from an integer or a string like `500GiB`, `1.5 TB`, `1048576`."""
+    return _parse(value, SIZE_PATTERN, _SIZE_UNITS, "a size", "1048576, 512MiB, 2GB")
 
 
 def parse_rate(value: int | str) -> int:
     """Bytes per second from an integer or a string like `40MB/s`."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a rate, got {value!r}")
-    if isinstance(value, int):
-        return value
-    match = RATE_PATTERN.match(value.strip())
-    if not match:
-        raise ValueError(f"{value!r} is not a rate (examples: 10485760, 10MB/s, 1GiB/s)")
-    number, unit = match.groups()
-    return _whole(float(number) * _SIZE_UNITS[unit.lower()], value)
+    return _parse(value, RATE_PATTERN, _SIZE_UNITS, "a rate", "10485760, 10MB/s, 1GiB/s")
 
 
 def parse_duration_ms(value: int | str) -> int:
     """Milliseconds from an integer or a string like `7d`, `12h`, `500ms`."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a duration, got {value!r}")
-    if isinstance(value, int):
-        return value
-    match = DURATION_PATTERN.match(value.strip())
-    if not match:
-        raise ValueError(f"{value!r} is not a duration (examples: 604800000, 7d, 12h, 30m, 500ms)")
-    number, unit = match.groups()
-    return _whole(float(number) * _DURATION_UNITS_MS[unit], value)
+    return _parse(value, DURATION_PATTERN, _DURATION_UNITS_MS, "a duration", "604800000, 7d, 12h, 30m, 500ms")
 
 
 def human_bytes(n: float) -> str:

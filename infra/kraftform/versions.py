@@ -19,3 +19,7 @@ LOG4J_VERSION = "2.24.3"
 #: Debian release of the locally built base image (debootstrap) and its Java runtime package.
 DEBIAN_SUITE = "bookworm"
 JRE_PACKAGE = "openjdk-17-jre-headless"
+
+#: kcat needs librdkafka >= 2.6.1 for SCRAM against Kafka 4 (librdkafka#4895); bookworm ships 2.0.2, so the
+#: kcat image is built from Debian trixie.
+KCAT_SUITE = "trixie"

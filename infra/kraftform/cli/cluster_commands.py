@@ -33,7 +33,8 @@ def register(sub: Any) -> None:
 
     images = sub.add_parser("images", help="build the Kafka image locally (no registry needed)")
     isub = images.add_subparsers(dest="images_command", required=True, parser_class=type(images))
-    build = isub.add_parser("build", help="debootstrap base image, then Kafka from Maven Central on top")
+    build = isub.add_parser(
+        "build", help="debootstrap base images, then Kafka from Maven Central on top, and kcat")
     build.set_defaults(handler=cmd_images_build)
 
 
@@ -80,9 +81,11 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_images_build(args: argparse.Namespace) -> int:
-    from kraftform.runtime.images import build_kafka, docker_client
+    from kraftform.runtime.images import build_kafka, build_kcat, docker_client
 
     log: list[str] = []
-    build_kafka(docker_client(), log)
+    client = docker_client()
+    build_kafka(client, log)
+    build_kcat(client, log)
     print("\n".join(log))
     return 0

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kraftform.cluster.config import Addressing, NodePaths
-from kraftform.cluster.render import ClusterSecrets, RenderedNode, java_options, render_cluster
+from kraftform.cluster.render import TOOL_JAVA_OPTIONS, ClusterSecrets, RenderedNode, java_options, render_cluster
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_PORT, Topology
 from kraftform.versions import KAFKA_VERSION
 
@@ -72,7 +72,7 @@ def _command(r: RenderedNode, cluster_id: str) -> tuple[str, ...]:
     script = (
         "set -euf; "  # -f: the SCRAM arguments contain [ ] and must not be globbed
         f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
-        f"java -Xmx256m -cp {classpath} kafka.tools.StorageTool format --cluster-id {cluster_id} "
+        f"java {' '.join(TOOL_JAVA_OPTIONS)} -cp {classpath} kafka.tools.StorageTool format --cluster-id {cluster_id} "
         f"--config {r.paths.server_properties} --ignore-formatted $(cat {CONFIG_DIR}/{FORMAT_ARGS}); fi; "
         f"exec java {options} -cp {classpath} kafka.Kafka {r.paths.server_properties}"
     )

@@ -90,6 +90,10 @@ class RenderedNode:
     scram_args: tuple[str, ...] = field(repr=False)
 
 
+#: For StorageTool and other one-shot tools: start quickly (C1 only, serial GC); they run for a second.
+TOOL_JAVA_OPTIONS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto")
+
+
 def java_options(node: Node, paths: NodePaths) -> tuple[str, ...]:
     """Small heaps: six nodes of a test cluster must fit beside the tests on a CI runner."""
     heap = ("-Xms384m", "-Xmx384m") if node.is_broker else ("-Xms160m", "-Xmx160m")

@@ -20,9 +20,10 @@ from docker.errors import BuildError, ImageNotFound
 from kraftform.cluster.containers import CONTAINER_UID, KAFKA_LIBS, LOCAL_IMAGE
 from kraftform.errors import KraftformError
 from kraftform.runtime.artifacts import ensure_kafka
-from kraftform.versions import DEBIAN_SUITE, JRE_PACKAGE, KAFKA_VERSION
+from kraftform.versions import DEBIAN_SUITE, JRE_PACKAGE, KAFKA_VERSION, KCAT_SUITE
 
 BASE_IMAGE = f"kraftform/debian:{DEBIAN_SUITE}"
+KCAT_IMAGE = f"kraftform/kcat:{KCAT_SUITE}"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 
 KAFKA_DOCKERFILE = f"""\
@@ -48,27 +49,61 @@ def _exists(client: docker.DockerClient, tag: str) -> bool:
         return False
 
 
-def build_base(client: docker.DockerClient, log: list[str]) -> str:
-    if _exists(client, BASE_IMAGE):
-        log.append(f"{BASE_IMAGE}: present")
-        return BASE_IMAGE
+KCAT_DOCKERFILE = f"""\
+FROM kraftform/debian:{KCAT_SUITE}
+RUN apt-get update \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends kcat ca-certificates \\
+ && rm -rf /var/lib/apt/lists/*
+USER {CONTAINER_UID}:{CONTAINER_UID}
+ENTRYPOINT ["kcat"]
+"""
+
+
+def build_base(client: docker.DockerClient, log: list[str], suite: str = DEBIAN_SUITE) -> str:
+    tag = f"kraftform/debian:{suite}"
+    if _exists(client, tag):
+        log.append(f"{tag}: present")
+        return tag
     if shutil.which("debootstrap") is None:
         raise KraftformError("debootstrap is needed to build the base image (apt-get install debootstrap)")
     with tempfile.TemporaryDirectory(prefix="kraftform-rootfs-") as tmp:
         rootfs = Path(tmp) / "rootfs"
-        done = subprocess.run(["debootstrap", "--variant=minbase", DEBIAN_SUITE, str(rootfs), DEBIAN_MIRROR],
+        done = subprocess.run(["debootstrap", "--variant=minbase", suite, str(rootfs), DEBIAN_MIRROR],
                               capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise KraftformError(f"debootstrap failed:\n{done.stderr[-2000:] or done.stdout[-2000:]}")
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
         assert tar.stdout is not None
-        client.api.import_image_from_stream(tar.stdout, repository=BASE_IMAGE.split(":")[0],
-                                            tag=BASE_IMAGE.split(":")[1])
+        client.api.import_image_from_stream(tar.stdout, repository="kraftform/debian", tag=suite)
         tar.wait()
-    if not _exists(client, BASE_IMAGE):
-        raise KraftformError(f"docker import did not produce {BASE_IMAGE}")
-    log.append(f"{BASE_IMAGE}: built with debootstrap {DEBIAN_SUITE} (minbase)")
-    return BASE_IMAGE
+    if not _exists(client, tag):
+        raise KraftformError(f"docker import did not produce {tag}")
+    log.append(f"{tag}: built with debootstrap {suite} (minbase)")
+    return tag
+
+
+def _build(client: docker.DockerClient, tag: str, dockerfile: str, libs: Path | None = None) -> None:
+    with tempfile.TemporaryDirectory(prefix="kraftform-image-") as tmp:
+        context = Path(tmp)
+        if libs is not None:
+            shutil.copytree(libs, context / "libs")
+        (context / "Dockerfile").write_text(dockerfile)
+        try:
+            client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, pull=False)
+        except BuildError as exc:
+            tail = "\n".join(str(line.get("stream", line.get("error", ""))).rstrip() for line in exc.build_log)
+            raise KraftformError(f"building {tag} failed:\n{tail[-3000:]}") from None
+
+
+def build_kcat(client: docker.DockerClient, log: list[str]) -> str:
+    """kcat from Debian trixie: its librdkafka authenticates with SCRAM against Kafka 4."""
+    if _exists(client, KCAT_IMAGE):
+        log.append(f"{KCAT_IMAGE}: present")
+        return KCAT_IMAGE
+    build_base(client, log, KCAT_SUITE)
+    _build(client, KCAT_IMAGE, KCAT_DOCKERFILE)
+    log.append(f"{KCAT_IMAGE}: built (Debian {KCAT_SUITE} kcat)")
+    return KCAT_IMAGE
 
 
 def build_kafka(client: docker.DockerClient, log: list[str], version: str = KAFKA_VERSION) -> str:
@@ -78,15 +113,7 @@ def build_kafka(client: docker.DockerClient, log: list[str], version: str = KAFK
         return tag
     build_base(client, log)
     home = ensure_kafka(version)
-    with tempfile.TemporaryDirectory(prefix="kraftform-image-") as tmp:
-        context = Path(tmp)
-        shutil.copytree(home / "libs", context / "libs")
-        (context / "Dockerfile").write_text(KAFKA_DOCKERFILE.replace("{version}", version))
-        try:
-            client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, pull=False)
-        except BuildError as exc:
-            tail = "\n".join(str(line.get("stream", line.get("error", ""))).rstrip() for line in exc.build_log)
-            raise KraftformError(f"building {tag} failed:\n{tail[-3000:]}") from None
+    _build(client, tag, KAFKA_DOCKERFILE.replace("{version}", version), home / "libs")
     log.append(f"{tag}: built (Kafka {version}, {JRE_PACKAGE})")
     return tag
 

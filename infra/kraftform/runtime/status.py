@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraftform.cluster.render import TOOL_JAVA_OPTIONS
 from kraftform.errors import KraftformError
 from kraftform.runtime.artifacts import ensure_kafka
 from kraftform.runtime.deployment import Deployment, admin_config
@@ -41,10 +42,10 @@ def parse_quorum(text: str) -> QuorumStatus:
 
 def quorum_status(deployment: Deployment, state_dir: Path) -> QuorumStatus:
     home = ensure_kafka(deployment.kafka_version)
-    done = subprocess.run(
-        [java_binary(), "-Xmx128m", "-cp", str(home / "libs" / "*"), "org.apache.kafka.tools.MetadataQuorumCommand",
-         "--bootstrap-server", deployment.bootstrap, "--command-config", str(state_dir / "admin.properties"),
-         "describe", "--status"], capture_output=True, text=True, timeout=120, check=False)
+    command = [java_binary(), *TOOL_JAVA_OPTIONS, "-cp", str(home / "libs" / "*"),
+               "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", deployment.bootstrap,
+               "--command-config", str(state_dir / "admin.properties"), "describe", "--status"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0:
         raise KraftformError(f"describing the controller quorum failed:\n{done.stderr[-1500:]}")
     return parse_quorum(done.stdout)

@@ -114,3 +114,19 @@ def test_killed_broker_rejoins_and_under_replication_clears(cluster: LiveCluster
         cluster.runtime.start_node(victim)
     after = poll_health(cluster.admin, lambda h: h.ok and h.brokers == (1, 2, 3), 180)
     assert after.brokers == (1, 2, 3) and after.under_replicated == 0 and after.offline == 0
+
+
+def test_kcat_reaches_the_cluster_with_the_written_config(cluster: LiveCluster) -> None:
+    """The librdkafka file works for kcat as written (kcat from the kraftform/kcat image)."""
+    import json
+    import subprocess
+    from pathlib import Path
+
+    from kraftform.runtime.images import build_kcat, docker_client
+
+    build_kcat(docker_client(), [])
+    kcat = Path(__file__).resolve().parents[3] / "scripts" / "kcat"
+    done = subprocess.run([str(kcat), str(cluster.state_dir), "-L", "-J", "-m", "20"], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-1000:]
+    assert sorted(b["id"] for b in json.loads(done.stdout)["brokers"]) == [1, 2, 3]

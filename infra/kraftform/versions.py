@@ -9,8 +9,8 @@ from __future__ import annotations
 #: (server and kafka-tools) is on Maven Central. 4.4.0 is published without kafka-tools, so not yet.
 KAFKA_VERSION = "4.3.1"
 
-#: Kafka 4 releases a spec may ask for; the broker protocol used by the reconciler is stable across them.
-SUPPORTED_KAFKA_VERSIONS = ("4.0", "4.1", "4.2", "4.3", "4.4")
+#: Kafka 4 releases a spec may ask for: those whose full artifact set Maven Central has.
+SUPPORTED_KAFKA_VERSIONS = ("4.0", "4.1", "4.2", "4.3")
 
 #: Logging for the Kafka JVMs: Kafka 4 logs through SLF4J to Log4j 2, as the official image does.
 #: Kafka 4.3 builds against SLF4J 1.7, so the binding is Log4j 2's SLF4J 1.x bridge.

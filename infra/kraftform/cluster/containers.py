@@ -60,6 +60,11 @@ class ContainerSpec:
     user: str = f"{CONTAINER_UID}:{CONTAINER_UID}"
 
 
+def volume_name(node_name: str) -> str:
+    """A node's data volume; it outlives the container, so its name must be derivable from the node."""
+    return f"{node_name}-data"
+
+
 def docker_addressing(topo: Topology) -> Addressing:
     """Nodes find each other by container hostname; the host reaches brokers on published loopback ports."""
     names = {n.name: n.name for n in topo.nodes}
@@ -96,7 +101,7 @@ def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_
         port = addr.external_port(topo, r.node)
         specs.append(ContainerSpec(
             name=r.node.name, hostname=r.node.name, image=image, command=_command(r, secrets.cluster_id),
-            network=network, aliases=(r.node.name,), volume=f"{r.node.name}-data", volume_path=DATA_DIR,
+            network=network, aliases=(r.node.name,), volume=volume_name(r.node.name), volume_path=DATA_DIR,
             files=files, ports=(PortBinding(port, port),) if port is not None else (),
             healthcheck=_healthcheck(r),
             labels={"dev.kraftform.cluster": topo.cluster.name, "dev.kraftform.node": r.node.name,

@@ -70,6 +70,18 @@ def load(state_dir: Path) -> Deployment:
     return Deployment(**data)
 
 
+def load_existing(state_dir: Path, runtime: str, cluster_name: str) -> Deployment | None:
+    """The deployment to restart, None for a fresh state directory; another runtime's or cluster's state
+    is an error, so `up` never mixes two clusters' files."""
+    if not (state_dir / STATE_FILE).is_file():
+        return None
+    deployment = load(state_dir)
+    if deployment.runtime != runtime or deployment.cluster_name != cluster_name:
+        raise UsageError(f"{state_dir} holds {deployment.runtime} cluster {deployment.cluster_name!r}; "
+                         f"use another --state-dir")
+    return deployment
+
+
 def write_client_files(state_dir: Path, bootstrap: str, username: str, password: str, mechanism: str,
                        ca_pem: str) -> ClientAuth:
     state_dir.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,7 @@ from kraftform.cluster.containers import (
     ContainerSpec,
     container_specs,
     docker_addressing,
+    volume_name,
 )
 from kraftform.cluster.render import make_secrets
 from kraftform.cluster.topology import topology
@@ -111,8 +112,8 @@ class DockerRuntime:
         topo = topology(cluster)
         addr: Addressing = docker_addressing(topo)
         image = self.image or LOCAL_IMAGE
-        if (self.state_dir / dep.STATE_FILE).is_file():
-            deployment = dep.load(self.state_dir)
+        deployment = dep.load_existing(self.state_dir, self.name, cluster.name)
+        if deployment is not None:
             for record in deployment.nodes:
                 client.containers.get(record.handle).start()
         else:
@@ -167,7 +168,7 @@ class DockerRuntime:
         for record in deployment.nodes:
             _remove_if_present(client, record.handle)
             with contextlib.suppress(NotFound):
-                client.volumes.get(f"{record.name}-data").remove(force=True)
+                client.volumes.get(volume_name(record.name)).remove(force=True)
         for network in client.networks.list(names=[deployment.extra["network"]]):
             network.remove()
         shutil.rmtree(self.state_dir)

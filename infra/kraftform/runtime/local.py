@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from kraftform.cluster.config import Addressing, NodePaths
-from kraftform.cluster.render import RenderedNode, java_options, make_secrets, render_cluster
+from kraftform.cluster.render import TOOL_JAVA_OPTIONS, RenderedNode, java_options, make_secrets, render_cluster
 from kraftform.cluster.topology import CLIENT_PORT, Node, Topology, topology
 from kraftform.errors import KraftformError
 from kraftform.runtime import deployment as dep
@@ -48,7 +48,7 @@ def java_binary() -> str:
 
 
 class LocalRuntime:
-    """`up`, `status`, `stop_node`, `start_node`, `down` for one state directory."""
+    """`up`, `stop`, `down`, `kill_node`, `start_node`, `resident_bytes` for one state directory."""
 
     name = "local"
 
@@ -81,7 +81,7 @@ class LocalRuntime:
         for r in nodes:
             if (Path(r.paths.data_dir) / "meta.properties").exists():
                 continue
-            cmd = [java, "-Xmx256m", "-cp", self._classpath(home), "kafka.tools.StorageTool", "format",
+            cmd = [java, *TOOL_JAVA_OPTIONS, "-cp", self._classpath(home), "kafka.tools.StorageTool", "format",
                    "--cluster-id", cluster_id, "--config", r.paths.server_properties, "--ignore-formatted",
                    *r.scram_args]
             procs.append((r, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
@@ -108,12 +108,8 @@ class LocalRuntime:
         home = ensure_kafka(cluster.kafka_version)
         topo = topology(cluster)
         addr = local_addressing(topo, self.state_dir)
-        existing = (self.state_dir / dep.STATE_FILE).is_file()
-        if existing:
-            deployment = dep.load(self.state_dir)
-            if deployment.runtime != self.name or deployment.cluster_name != cluster.name:
-                raise KraftformError(f"{self.state_dir} holds {deployment.runtime} cluster "
-                                     f"{deployment.cluster_name!r}; use another --state-dir")
+        deployment = dep.load_existing(self.state_dir, self.name, cluster.name)
+        if deployment is not None:
             for record in deployment.nodes:
                 if not self._alive(record):
                     record.handle = str(self._start(home, topo.node(record.name)))

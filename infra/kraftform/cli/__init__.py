@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from kraftform.cli import cluster_commands, spec_commands
+from kraftform.cli import cluster_commands, reconcile_commands, spec_commands
 from kraftform.errors import KraftformError, SpecError, UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
@@ -31,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kraftform {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     spec_commands.register(sub)
+    reconcile_commands.register(sub)
     cluster_commands.register(sub)
     return parser
 

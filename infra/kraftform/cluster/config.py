@@ -181,13 +181,16 @@ def render_properties(topo: Topology, node: Node, addr: Addressing, paths: NodeP
         "super.users": ";".join(super_users(topo)),
         **_listeners(topo, node, addr),
         **_sasl(topo, node, paths),
+        # Controllers too: in KRaft they elect leaders, and with eligible leader replicas (KIP-966) the
+        # controllers write their own min.insync.replicas as the cluster-wide default, which wins over a
+        # value set on brokers only.
+        "min.insync.replicas": str(c.defaults.min_insync_replicas),
+        "unclean.leader.election.enable": "false",
     }
     if node.is_broker:
         props |= {
             "auto.create.topics.enable": "false",
             "default.replication.factor": str(min(c.defaults.replication_factor, brokers)),
-            "min.insync.replicas": str(c.defaults.min_insync_replicas),
-            "unclean.leader.election.enable": "false",
             "num.partitions": str(c.defaults.partitions),
             "offsets.topic.replication.factor": str(internal_rf),
             "transaction.state.log.replication.factor": str(internal_rf),

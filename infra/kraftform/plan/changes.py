@@ -75,11 +75,14 @@ class Change:
 
 @dataclass(frozen=True)
 class Plan:
+    """`notes` are facts a reviewer should see that are not changes (topics left alone as unmanaged)."""
+
     changes: tuple[Change, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, changes: list[Change]) -> Plan:
-        return cls(tuple(sorted(changes, key=Change.sort_key)))
+    def of(cls, changes: list[Change], notes: tuple[str, ...] = ()) -> Plan:
+        return cls(tuple(sorted(changes, key=Change.sort_key)), notes)
 
     @property
     def empty(self) -> bool:
@@ -99,4 +102,4 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         return {"summary": {"changes": len(self.changes), **{str(k): v for k, v in self.counts().items()},
                             "refused": len(self.refused)},
-                "changes": [c.to_dict() for c in self.changes]}
+                "changes": [c.to_dict() for c in self.changes], "notes": list(self.notes)}

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
+from kraftform.plan.placement import describe, reassign
 from kraftform.plan.state import ClusterState, TopicState
 from kraftform.spec.model import AclBinding, QuotaEntity
 from kraftform.units import human_bytes, human_duration_ms
@@ -58,6 +59,20 @@ def classify_config_change(key: str, current: str | None, desired: str | None) -
     return Safety.SAFE, "config change"
 
 
+def _replication_change(name: str, cur: TopicState, want: TopicState, current: ClusterState) -> Change:
+    now, then = str(cur.replication_factor), str(want.replication_factor)
+    if current.brokers and cur.assignment:
+        try:
+            target = reassign(cur.assignment, current.brokers, want.replication_factor)
+        except ValueError as exc:
+            return Change(Action.REFUSE, Kind.REPLICATION, name, Safety.DISRUPTIVE,
+                          f"{exc}: add brokers or lower the replication factor", "replication_factor", now, then)
+        then += f" (replicas {describe(target)})"
+    return Change(Action.UPDATE, Kind.REPLICATION, name, Safety.DISRUPTIVE,
+                  "replica reassignment: replicas move between brokers (rack-aware, throttled)",
+                  "replication_factor", now, then)
+
+
 def _topic_changes(name: str, cur: TopicState, want: TopicState, current: ClusterState,
                    desired: ClusterState) -> list[Change]:
     changes: list[Change] = []
@@ -72,9 +87,7 @@ def _topic_changes(name: str, cur: TopicState, want: TopicState, current: Cluste
                               "recreate the topic (all data would be lost). Keep the count, or migrate to a "
                               "new topic", "partitions", str(cur.partitions), str(want.partitions)))
     if want.replication_factor != cur.replication_factor:
-        changes.append(Change(Action.UPDATE, Kind.REPLICATION, name, Safety.DISRUPTIVE,
-                              "replica reassignment: replicas move between brokers (rack-aware, throttled)",
-                              "replication_factor", str(cur.replication_factor), str(want.replication_factor)))
+        changes.append(_replication_change(name, cur, want, current))
     for key in sorted(set(cur.config) | set(want.config)):
         now = cur.config.get(key, current.default_of(key))
         then = want.config.get(key, desired.default_of(key))
@@ -170,6 +183,10 @@ def _users(current: ClusterState, desired: ClusterState, owns: Ownership) -> lis
             changes.append(Change(Action.UPDATE, Kind.USER, name, Safety.SAFE,
                                   "credential re-salted with the same password", "iterations",
                                   str(cur.iterations), str(want.iterations)))
+        if cur.password_ok is False:
+            changes.append(Change(Action.UPDATE, Kind.USER, name, Safety.DISRUPTIVE,
+                                  "the password in the secret store does not log in: it is set (a rotation; "
+                                  "the value is never shown)", "password"))
         if None not in (cur.password_version, want.password_version) and \
                 cur.password_version != want.password_version:
             changes.append(Change(Action.UPDATE, Kind.USER, name, Safety.DISRUPTIVE,

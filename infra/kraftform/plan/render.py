@@ -40,6 +40,7 @@ def render_text(plan: Plan) -> str:
     for c in sorted(plan.changes, key=lambda c: c.safety.rank):
         lines.append(f"  {SYMBOL[c.action]} [{c.safety}] {_what(c)}")
         lines.append(f"      {c.reason}")
+    lines += [f"  note: {note}" for note in plan.notes]
     return "\n".join(lines) + "\n"
 
 
@@ -63,6 +64,8 @@ def render_markdown(plan: Plan) -> str:
         out.append("")
     if plan.refused:
         out += ["> **Refused changes** cannot be applied as written; see their reasons above.", ""]
+    if plan.notes:
+        out += ["<details><summary>Notes</summary>", "", *[f"- {_cell(n)}" for n in plan.notes], "", "</details>", ""]
     return "\n".join(out)
 
 

@@ -28,16 +28,20 @@ class TopicState:
     partitions: int
     replication_factor: int
     config: Mapping[str, str] = field(default_factory=dict)
+    #: Replicas of each partition, leader first; observed clusters only (needed to plan replica moves).
+    assignment: tuple[tuple[int, ...], ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
 class UserState:
-    """`password_version` is known for spec revisions only; Kafka never reveals a password."""
+    """Kafka never reveals a password: spec revisions carry `password_version`, and an observed user carries
+    `password_ok`, whether the password in the secret store logs in (None: not checked)."""
 
     name: str
     mechanism: str
     iterations: int
     password_version: int | None = None
+    password_ok: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,8 @@ class ClusterState:
     users: Mapping[str, UserState] = field(default_factory=dict)
     #: Effective defaults of topic configs on this cluster (broker overrides of Kafka's defaults).
     topic_defaults: Mapping[str, str] = field(default_factory=dict)
+    #: Broker id -> rack (None without racks); observed clusters only.
+    brokers: Mapping[int, str | None] = field(default_factory=dict)
 
     def default_of(self, key: str) -> str | None:
         return self.topic_defaults.get(key, kafka_default(key))

@@ -1,0 +1,288 @@
+"""Carry out a reviewed plan against a live cluster, then prove it worked by observing again.
+
+Steps run in the plan's kind order (users before the ACLs and quotas that name them, topics before their
+configs and ACLs), each as one batched request where Kafka allows. Every step is idempotent: "already
+exists" and "already gone" count as success, and the final observation checks the result rather than
+trusting the responses. An apply killed at any point therefore converges on the next run.
+
+Nothing is sent when the plan holds refused changes, destructive changes without `allow_destructive`, or
+users whose password cannot be read: those are found before the first request.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
+from confluent_kafka.cimpl import NewTopic
+
+from kraftform.errors import KraftformError, PlanRefusedError, UsageError
+from kraftform.kafka.admin import TIMEOUT, Admin, kafka_python_admin
+from kraftform.kafka.connect import Connection
+from kraftform.kafka.credentials import require_password
+from kraftform.kafka.quotas import alter_quotas
+from kraftform.plan import placement
+from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
+from kraftform.plan.state import ClusterState
+from kraftform.spec import model
+from kraftform.spec.model import SpecSet
+
+BATCH = 500
+THROTTLED_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+
+_RESOURCE_TYPES = {"topic": ResourceType.TOPIC, "group": ResourceType.GROUP, "cluster": ResourceType.BROKER,
+                   "transactional_id": ResourceType.TRANSACTIONAL_ID}
+_PATTERNS = {"literal": ResourcePatternType.LITERAL, "prefixed": ResourcePatternType.PREFIXED}
+_PERMISSIONS = {"allow": AclPermissionType.ALLOW, "deny": AclPermissionType.DENY}
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    allow_destructive: bool = False
+    #: Replication throttle while replicas move, bytes per second per broker.
+    throttle_bytes_per_s: int = 50 * 1024 * 1024
+    reassignment_timeout_s: float = 600.0
+
+
+def check_applicable(plan: Plan, specs: SpecSet, passwords: Mapping[str, str | None],
+                     options: ApplyOptions) -> None:
+    """Every reason not to start, before anything is sent."""
+    if plan.refused:
+        raise PlanRefusedError("the plan has refused changes; nothing was applied:\n" + "\n".join(
+            f"  {c.kind} {c.resource}: {c.reason}" for c in plan.refused))
+    destructive = plan.by_safety(Safety.DESTRUCTIVE)
+    if destructive and not options.allow_destructive:
+        raise PlanRefusedError(
+            f"{len(destructive)} destructive change(s) need --allow-destructive; nothing was applied:\n"
+            + "\n".join(f"  {c.action} {c.kind} {c.resource}{' ' + c.key if c.key else ''}: {c.reason}"
+                        for c in destructive))
+    for c in plan.changes:
+        if c.kind is Kind.ACL and c.action is Action.CREATE:
+            binding = _binding_of(c, specs)
+            if binding.resource_type not in _RESOURCE_TYPES or \
+                    binding.operation.upper() not in AclOperation.__members__:
+                raise UsageError(f"ACL {binding.describe()}: confluent-kafka cannot manage ACLs on "
+                                 f"{binding.resource_type} resources or {binding.operation} operations")
+    users = {u.name: u for u in specs.users}
+    for c in plan.changes:
+        if c.kind is Kind.USER and c.action is not Action.DELETE:
+            require_password(users[c.resource], passwords)
+
+
+def _binding_of(change: Change, specs: SpecSet) -> model.AclBinding:
+    for binding in specs.acl_bindings():
+        if binding.principal == change.resource and binding.grant() == change.key:
+            return binding
+    raise KraftformError(f"internal: no spec binding for {change.resource} {change.key}")
+
+
+def _wait(futures: Mapping[Any, Future[Any]], what: str, benign: Iterable[str] = ()) -> None:
+    """Resolve every future; errors named in `benign` are success (the step was already done)."""
+    failed = []
+    for key, future in futures.items():
+        try:
+            future.result(timeout=TIMEOUT * 4)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.name() not in benign:
+                failed.append(f"{getattr(key, 'name', key)}: {error.name()}: {error.str()}")
+    if failed:
+        shown = "; ".join(failed[:10]) + (f" (and {len(failed) - 10} more)" if len(failed) > 10 else "")
+        raise KraftformError(f"{what} failed: {shown}")
+
+
+def _chunks(items: list[Any]) -> Iterable[list[Any]]:
+    for start in range(0, len(items), BATCH):
+        yield items[start:start + BATCH]
+
+
+class Applier:
+    def __init__(self, connection: Connection, specs: SpecSet, observed: ClusterState,
+                 passwords: Mapping[str, str | None], options: ApplyOptions, progress: Progress) -> None:
+        self.admin = Admin(connection)
+        self.connection = connection
+        self.specs = specs
+        self.observed = observed
+        self.passwords = passwords
+        self.options = options
+        self.progress = progress
+
+    def run(self, plan: Plan) -> None:
+        by_kind: dict[Kind, list[Change]] = defaultdict(list)
+        for change in plan.changes:
+            by_kind[change.kind].append(change)
+        steps = [(kind, changes) for kind, changes in by_kind.items() if kind in self.STEPS]
+        for number, (kind, changes) in enumerate(steps, 1):
+            started = time.monotonic()
+            self.progress(f"[{number}/{len(steps)}] {kind}: {len(changes)} change(s) ...")
+            self.STEPS[kind](self, changes)
+            self.progress(f"[{number}/{len(steps)}] {kind}: done in {time.monotonic() - started:.1f} s")
+
+    # --- users ---------------------------------------------------------------------------------------
+    def users(self, changes: list[Change]) -> None:
+        specs = {u.name: u for u in self.specs.users}
+        alterations: list[Any] = []
+        for name in sorted({c.resource for c in changes}):
+            current = self.observed.users.get(name)
+            spec = specs.get(name)
+            if spec is not None:
+                mechanism = ScramMechanism[spec.mechanism.replace("-", "_")]
+                alterations.append(UserScramCredentialUpsertion(
+                    name, ScramCredentialInfo(mechanism, spec.iterations),
+                    require_password(spec, self.passwords).encode()))
+            if current is not None and (spec is None or spec.mechanism != current.mechanism):
+                alterations.append(UserScramCredentialDeletion(
+                    name, ScramMechanism[current.mechanism.replace("-", "_")]))
+        self.admin.requests["AlterUserScramCredentials"] += 1
+        _wait(self.admin.client.alter_user_scram_credentials(alterations, request_timeout=TIMEOUT),
+              "alter SCRAM users", benign={"RESOURCE_NOT_FOUND"})
+
+    # --- topics --------------------------------------------------------------------------------------
+    def topics(self, changes: list[Change]) -> None:
+        created = [self.specs.topic(c.resource) for c in changes if c.action is Action.CREATE]
+        new = [NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.config))
+               for t in created if t is not None]
+        for batch in _chunks(new):
+            self.admin.requests["CreateTopics"] += 1
+            _wait(self.admin.client.create_topics(batch, request_timeout=TIMEOUT), "create topics",
+                  benign={"TOPIC_ALREADY_EXISTS"})
+        deleted = [c.resource for c in changes if c.action is Action.DELETE]
+        for batch in _chunks(deleted):
+            self.admin.requests["DeleteTopics"] += 1
+            _wait(self.admin.client.delete_topics(batch, request_timeout=TIMEOUT), "delete topics",
+                  benign={"UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_ID"})
+
+    def topic_configs(self, changes: list[Change]) -> None:
+        entries: dict[str, list[ConfigEntry]] = defaultdict(list)
+        for c in changes:
+            assert c.key is not None
+            spec = self.specs.topic(c.resource)
+            if c.action is Action.DELETE or spec is None:
+                entries[c.resource].append(ConfigEntry(c.key, None, incremental_operation=AlterConfigOpType.DELETE))
+            else:
+                entries[c.resource].append(ConfigEntry(c.key, spec.config[c.key],
+                                                       incremental_operation=AlterConfigOpType.SET))
+        self._alter_configs(ResourceType.TOPIC, entries, "alter topic configs")
+
+    def _alter_configs(self, restype: ResourceType, entries: Mapping[str, list[ConfigEntry]], what: str) -> None:
+        resources = [ConfigResource(restype, name, incremental_configs=e) for name, e in sorted(entries.items())]
+        for batch in _chunks(resources):
+            self.admin.requests["IncrementalAlterConfigs"] += 1
+            _wait(self.admin.client.incremental_alter_configs(batch, request_timeout=TIMEOUT), what)
+
+    def partitions(self, changes: list[Change]) -> None:
+        grow = [NewPartitions(c.resource, int(c.desired or 0)) for c in changes if c.action is Action.UPDATE]
+        self.admin.requests["CreatePartitions"] += 1
+        futures = self.admin.client.create_partitions(grow, request_timeout=TIMEOUT)
+        # INVALID_PARTITIONS: already at that count (an earlier, interrupted run got there); the final
+        # observation verifies it.
+        _wait(futures, "add partitions", benign={"INVALID_PARTITIONS"})
+
+    def replication(self, changes: list[Change]) -> None:
+        from kafka.structs import TopicPartition
+
+        targets: dict[Any, list[int]] = {}
+        for c in changes:
+            topic = self.observed.topics[c.resource]
+            spec = self.specs.topic(c.resource)
+            assert spec is not None
+            new = placement.reassign(topic.assignment, self.observed.brokers, spec.replication_factor)
+            targets.update({TopicPartition(c.resource, p): list(replicas) for p, replicas in enumerate(new)})
+        topics = sorted({c.resource for c in changes})
+        rate = str(self.options.throttle_bytes_per_s)
+        # Throttle only the moving topics' replication, at a cluster-wide rate, while replicas copy.
+        self._alter_configs(ResourceType.BROKER, {"": [
+            ConfigEntry(k, rate, incremental_operation=AlterConfigOpType.SET) for k in THROTTLE_RATES]},
+            "set replication throttle")
+        self._alter_configs(ResourceType.TOPIC, {t: [
+            ConfigEntry(k, "*", incremental_operation=AlterConfigOpType.SET) for k in THROTTLED_REPLICAS]
+            for t in topics}, "throttle topics")
+        with kafka_python_admin(self.connection, self.admin.requests) as client:
+            self.admin.requests["AlterPartitionReassignments"] += 1
+            errors = {tp: e for tp, e in client.alter_partition_reassignments(targets).items() if e is not None}
+            if errors:
+                raise KraftformError("reassignment refused: " + "; ".join(
+                    f"{tp.topic}-{tp.partition}: {e.__name__}" for tp, e in sorted(errors.items())[:10]))
+            deadline = time.monotonic() + self.options.reassignment_timeout_s
+            while True:
+                self.admin.requests["ListPartitionReassignments"] += 1
+                moving = client.list_partition_reassignments(list(targets))
+                if not moving:
+                    break
+                if time.monotonic() > deadline:
+                    raise KraftformError(f"{len(moving)} partition(s) still moving after "
+                                         f"{self.options.reassignment_timeout_s:.0f} s; they keep moving in "
+                                         f"the background: run apply again later")
+                self.progress(f"    {len(moving)} partition(s) still moving ...")
+                time.sleep(1.0)
+        self._alter_configs(ResourceType.TOPIC, {t: [
+            ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in THROTTLED_REPLICAS]
+            for t in topics}, "remove topic throttles")
+        self._alter_configs(ResourceType.BROKER, {"": [
+            ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in THROTTLE_RATES]},
+            "remove replication throttle")
+
+    # --- access --------------------------------------------------------------------------------------
+    def acls(self, changes: list[Change]) -> None:
+        bindings = {c: _binding_of(c, self.specs) if c.action is Action.CREATE else self._observed_binding(c)
+                    for c in changes}
+        create = [_confluent_binding(b) for c, b in bindings.items() if c.action is Action.CREATE]
+        if create:
+            self.admin.requests["CreateAcls"] += 1
+            _wait(self.admin.client.create_acls(create, request_timeout=TIMEOUT), "create ACLs")
+        delete = [_confluent_binding(b, AclBindingFilter) for c, b in bindings.items() if c.action is Action.DELETE]
+        if delete:
+            self.admin.requests["DeleteAcls"] += 1
+            _wait(self.admin.client.delete_acls(delete, request_timeout=TIMEOUT), "delete ACLs")
+
+    def _observed_binding(self, change: Change) -> model.AclBinding:
+        for binding in self.observed.acls:
+            if binding.principal == change.resource and binding.grant() == change.key:
+                return binding
+        raise KraftformError(f"internal: no observed binding for {change.resource} {change.key}")
+
+    def quotas(self, changes: list[Change]) -> None:
+        entities = {e.describe(): e for e in (*self.observed.quotas, *(q.entity for q in self.specs.quotas))}
+        desired = {q.entity: q.values for q in self.specs.quotas}
+        alterations: dict[model.QuotaEntity, dict[str, float | None]] = defaultdict(dict)
+        for c in changes:
+            assert c.key is not None
+            entity = entities[c.resource]
+            alterations[entity][c.key] = None if c.action is Action.DELETE else desired[entity][c.key]
+        with kafka_python_admin(self.connection, self.admin.requests) as client:
+            self.admin.requests["AlterClientQuotas"] += 1
+            alter_quotas(client, alterations)
+
+    STEPS: Mapping[Kind, Callable[[Applier, list[Change]], None]] = {
+        Kind.USER: users, Kind.TOPIC: topics, Kind.TOPIC_CONFIG: topic_configs, Kind.PARTITIONS: partitions,
+        Kind.REPLICATION: replication, Kind.ACL: acls, Kind.QUOTA: quotas}
+
+
+def _confluent_binding(b: model.AclBinding, cls: type = AclBinding) -> Any:
+    name = "kafka-cluster" if b.resource_type == "cluster" else b.resource_name
+    return cls(_RESOURCE_TYPES[b.resource_type], name, _PATTERNS[b.pattern_type], b.principal, b.host,
+               AclOperation[b.operation.upper()], _PERMISSIONS[b.permission])

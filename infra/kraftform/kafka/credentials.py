@@ -1,0 +1,71 @@
+"""SCRAM passwords: where they come from, and whether the cluster still accepts them.
+
+Kafka stores only salted hashes and never returns them, so "is the password current?" is answered the
+only honest way: by logging in with the password from the secret store. A failed login means the
+secret was rotated (or changed behind kraftform's back) and the credential must be set again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from kraftform.errors import KraftformError, UsageError
+from kraftform.kafka.admin import Admin, is_auth_error
+from kraftform.kafka.connect import Connection
+from kraftform.plan.state import ClusterState
+from kraftform.spec.model import SecretRef, UserSpec
+
+LOGIN_TIMEOUT = 15.0
+
+
+def read_secret(ref: SecretRef, pulumi_secrets: Mapping[str, str] | None = None) -> str | None:
+    """The secret's value, or None when its source does not hold it."""
+    if ref.source == "env":
+        return os.environ.get(ref.name) or None
+    if ref.source == "file":
+        path = Path(ref.name)
+        return path.read_text(encoding="utf-8").strip() or None if path.is_file() else None
+    return (pulumi_secrets or {}).get(ref.name)
+
+
+def passwords(users: tuple[UserSpec, ...], pulumi_secrets: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    return {u.name: read_secret(u.password, pulumi_secrets) for u in users}
+
+
+def require_password(user: UserSpec, found: Mapping[str, str | None]) -> str:
+    value = found.get(user.name)
+    if value is None:
+        where = {"env": "environment variable", "file": "file", "pulumi_config": "Pulumi config secret"}
+        raise UsageError(f"{user.location}: user {user.name!r}: the {where[user.password.source]} "
+                         f"{user.password.name} holds no password; set it before applying")
+    return value
+
+
+def logs_in(connection: Connection, user: UserSpec, password: str) -> bool:
+    """True if the cluster accepts `password` for `user`; errors other than authentication propagate."""
+    admin = Admin(connection.as_user(user.name, password, user.mechanism))
+    try:
+        admin.metadata(timeout=LOGIN_TIMEOUT)
+        return True
+    except KraftformError:
+        admin.client.poll(0)
+        if any(is_auth_error(e) for e in admin.errors):
+            return False
+        raise
+
+
+def check_passwords(connection: Connection, observed: ClusterState, users: tuple[UserSpec, ...],
+                    found: Mapping[str, str | None]) -> ClusterState:
+    """`observed` with `password_ok` set for every declared user that exists and has a readable secret."""
+    checkable = [u for u in users if u.name in observed.users and found.get(u.name) is not None]
+    if not checkable or connection.mechanism is None:
+        return observed
+    with ThreadPoolExecutor(max_workers=min(8, len(checkable))) as pool:
+        results = dict(zip((u.name for u in checkable),
+                           pool.map(lambda u: logs_in(connection, u, found[u.name] or ""), checkable), strict=True))
+    return dataclasses.replace(observed, users={
+        name: dataclasses.replace(state, password_ok=results.get(name)) for name, state in observed.users.items()})

@@ -1,0 +1,144 @@
+"""Read a live cluster into a `ClusterState` with a number of Admin requests that does not grow with it.
+
+One describe_cluster (brokers and racks), one metadata read (topics, partitions, replicas), describe_configs
+in batches of `CONFIG_BATCH` topics, one describe_acls, one describe_user_scram_credentials and one
+DescribeClientQuotas. Tools that send one describe_configs per topic need thousands of round trips for
+thousands of topics; this needs a handful (see docs/benchmarks.md).
+
+Only overrides set on the topic itself (source DYNAMIC_TOPIC_CONFIG) count as topic config: broker and
+Kafka defaults are not drift. The defaults are kept apart, so a removed override can be compared with the
+value the topic will fall back to.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ConfigResource,
+    ConfigSource,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from kraftform.kafka.admin import TIMEOUT, Admin, Requests, kafka_python_admin
+from kraftform.kafka.connect import Connection
+from kraftform.kafka.quotas import describe_quotas
+from kraftform.plan.state import ClusterState, TopicState, UserState
+from kraftform.spec.model import AclBinding
+
+#: Topics per DescribeConfigs request: large enough to keep requests few, small enough for any broker.
+CONFIG_BATCH = 1000
+
+RESOURCE_TYPES = {ResourceType.TOPIC: "topic", ResourceType.GROUP: "group", ResourceType.BROKER: "cluster",
+                  ResourceType.TRANSACTIONAL_ID: "transactional_id"}
+PATTERN_TYPES = {ResourcePatternType.LITERAL: "literal", ResourcePatternType.PREFIXED: "prefixed"}
+
+
+@dataclass(frozen=True)
+class Observation:
+    state: ClusterState
+    requests: Requests
+    #: Bindings kraftform cannot represent with confluent-kafka (delegation-token or user resources).
+    skipped_acls: int = 0
+
+
+def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def _topics(admin: Admin) -> tuple[dict[str, TopicState], dict[str, str]]:
+    metadata = admin.metadata()
+    shapes: dict[str, tuple[int, int, tuple[tuple[int, ...], ...]]] = {}
+    for name, topic in metadata.topics.items():
+        if topic.error is not None:
+            continue
+        assignment = tuple(tuple(topic.partitions[p].replicas) for p in sorted(topic.partitions))
+        # During a reassignment a partition lists old and new replicas; the usual count is the factor.
+        replication = Counter(len(r) for r in assignment).most_common(1)[0][0] if assignment else 0
+        shapes[name] = (len(assignment), replication, assignment)
+    overrides: dict[str, dict[str, str]] = {name: {} for name in shapes}
+    defaults: dict[str, str] = {}
+    for batch in _chunks(sorted(shapes), CONFIG_BATCH):
+        admin.requests["DescribeConfigs"] += 1
+        futures = admin.client.describe_configs([ConfigResource(ResourceType.TOPIC, n) for n in batch],
+                                                request_timeout=TIMEOUT)
+        for resource, future in futures.items():
+            try:
+                entries = future.result()
+            except KafkaException as exc:
+                if exc.args[0].name() == "UNKNOWN_TOPIC_OR_PART":  # deleted since the metadata read
+                    overrides.pop(resource.name, None)
+                    continue
+                raise admin.failure(f"describe configs of topic {resource.name!r}", exc) from None
+            for key, entry in entries.items():
+                if entry.value is None:
+                    continue
+                if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value:
+                    overrides[resource.name][key] = entry.value
+                elif not defaults or key not in defaults:
+                    defaults[key] = entry.value
+    topics = {n: TopicState(n, shapes[n][0], shapes[n][1], overrides[n], shapes[n][2]) for n in overrides}
+    return topics, defaults
+
+
+def _acls(admin: Admin) -> tuple[frozenset[AclBinding], int]:
+    admin.requests["DescribeAcls"] += 1
+    anything: Any = None  # None matches any name, principal and host (the stubs say str)
+    everything = AclBindingFilter(ResourceType.ANY, anything, ResourcePatternType.ANY, anything, anything,
+                                  AclOperation.ANY, AclPermissionType.ANY)
+    try:
+        found = admin.client.describe_acls(everything, request_timeout=TIMEOUT).result()
+    except KafkaException as exc:
+        raise admin.failure("describe ACLs", exc) from None
+    bindings, skipped = set(), 0
+    for b in found:
+        if b.restype not in RESOURCE_TYPES or b.resource_pattern_type not in PATTERN_TYPES:
+            skipped += 1
+            continue
+        bindings.add(AclBinding(b.principal, RESOURCE_TYPES[b.restype], b.name, PATTERN_TYPES[b.resource_pattern_type],
+                                b.operation.name.lower(), b.permission_type.name.lower(), b.host))
+    return frozenset(bindings), skipped
+
+
+def _users(admin: Admin) -> dict[str, UserState]:
+    admin.requests["DescribeUserScramCredentials"] += 1
+    try:
+        future: Any = admin.client.describe_user_scram_credentials(request_timeout=TIMEOUT)  # one future for all
+        described = future.result()
+    except KafkaException as exc:
+        raise admin.failure("describe SCRAM users", exc) from None
+    users = {}
+    for name, description in described.items():
+        infos = sorted(description.scram_credential_infos, key=lambda i: i.mechanism.name, reverse=True)
+        if infos:  # SHA-512 first when a user has both
+            users[name] = UserState(name, infos[0].mechanism.name.replace("_", "-"), infos[0].iterations)
+    return users
+
+
+def observe(connection: Connection) -> Observation:
+    """The whole cluster, in bulk."""
+    admin = Admin(connection)
+    admin.requests["DescribeCluster"] += 1
+    try:
+        cluster = admin.client.describe_cluster(request_timeout=TIMEOUT).result()
+    except KafkaException as exc:
+        raise admin.failure("describe the cluster", exc) from None
+    brokers = {node.id: node.rack for node in cluster.nodes}
+    topics, defaults = _topics(admin)
+    acls, skipped = _acls(admin)
+    users = _users(admin)
+    with kafka_python_admin(connection, admin.requests) as client:
+        admin.requests["DescribeClientQuotas"] += 1
+        quotas = describe_quotas(client)
+    state = ClusterState(topics=topics, acls=acls, quotas=quotas, users=users, topic_defaults=defaults,
+                         brokers=brokers)
+    return Observation(state, admin.requests, skipped)

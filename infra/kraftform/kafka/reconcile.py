@@ -1,0 +1,63 @@
+"""The whole loop the CLI and the Pulumi providers share: observe, plan, apply, observe again."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kraftform.errors import KraftformError
+from kraftform.kafka.apply import Applier, ApplyOptions, Progress, check_applicable
+from kraftform.kafka.connect import Connection
+from kraftform.kafka.credentials import check_passwords, passwords
+from kraftform.kafka.observe import Observation, observe
+from kraftform.plan.changes import Plan
+from kraftform.plan.live import live_plan
+from kraftform.plan.render import render_text
+from kraftform.spec.model import SpecSet
+
+
+@dataclass(frozen=True)
+class LivePlan:
+    plan: Plan
+    observation: Observation
+    passwords: Mapping[str, str | None]
+
+
+def plan_cluster(connection: Connection, specs: SpecSet, found: Mapping[str, str | None] | None = None) -> LivePlan:
+    """Observe in bulk, check the declared users' passwords by logging in, and plan. `found` holds the
+    users' passwords when the caller has them (Pulumi secrets); by default they are read from the specs'
+    secret references."""
+    found = passwords(specs.users) if found is None else found
+    observation = observe(connection)
+    state = check_passwords(connection, observation.state, specs.users, found)
+    plan = live_plan(specs, state)
+    unchecked = sorted(u.name for u in specs.users if found.get(u.name) is None and u.name in state.users)
+    notes = list(plan.notes)
+    if unchecked:
+        notes.append(f"passwords not checked (secret not available here): {', '.join(unchecked)}")
+    if observation.skipped_acls:
+        notes.append(f"{observation.skipped_acls} ACL binding(s) on delegation-token or user resources are not "
+                     f"managed by kraftform and were left alone")
+    return LivePlan(dataclasses.replace(plan, notes=tuple(notes)), dataclasses.replace(observation, state=state),
+                    found)
+
+
+def apply_cluster(connection: Connection, specs: SpecSet, live: LivePlan, options: ApplyOptions,
+                  progress: Progress, settle_s: float = 10.0) -> LivePlan:
+    """Apply `live.plan` and observe again until the plan is empty; returns the final (empty) plan."""
+    check_applicable(live.plan, specs, live.passwords, options)
+    applier = Applier(connection, specs, live.observation.state, live.passwords, options, progress)
+    applier.run(live.plan)
+    # Metadata reaches every broker a moment after the controller commits it; give it a few seconds.
+    deadline = time.monotonic() + settle_s
+    while True:
+        after = plan_cluster(connection, specs, live.passwords)
+        if after.plan.empty or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    if not after.plan.empty:
+        raise KraftformError("the cluster does not match the specs after apply; remaining changes:\n"
+                             + render_text(after.plan))
+    return after

@@ -1,0 +1,80 @@
+"""Specs against a live cluster: what kraftform owns there, and the plan that takes it to the specs.
+
+A live cluster holds more than the specs describe: Kafka's internal topics, kraftform's own health topic,
+the brokers' identities, and whatever other teams created. Ownership decides what kraftform may change or
+delete; everything else is reported in the plan's notes and never touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kraftform.cluster.config import BROKER_USER, CONTROLLER_USER
+from kraftform.plan.changes import Plan
+from kraftform.plan.diff import Ownership, diff_states
+from kraftform.plan.state import ClusterState, state_of
+from kraftform.spec.model import DEFAULT_ENTITY, AclBinding, QuotaEntity, SpecSet
+
+#: Kafka's internal topics (`__consumer_offsets`, ...) and kraftform's own (`kraftform.health`).
+RESERVED_PREFIXES = ("__", "kraftform.")
+
+
+def reserved(topic: str) -> bool:
+    return topic.startswith(RESERVED_PREFIXES)
+
+
+def declared_principals(specs: SpecSet) -> frozenset[str]:
+    """Principals the specs speak about: SCRAM users, declared principals, ACL and quota subjects."""
+    names = {f"User:{u.name}" for u in specs.users} | {p.name for p in specs.principals}
+    names |= {a.principal for a in specs.acls}
+    names |= {f"User:{q.entity.user}" for q in specs.quotas if q.entity.user not in (None, DEFAULT_ENTITY)}
+    return frozenset(names)
+
+
+def ownership_of(specs: SpecSet) -> Ownership:
+    """Topics: declared or under a managed prefix. ACLs, quotas, users: of declared principals, or all of
+    them with `acl_principals: all`; the cluster's own identities never."""
+    scope = specs.cluster.managed_scope
+    declared_topics = frozenset(t.name for t in specs.topics)
+    principals = declared_principals(specs)
+    everything = scope.acl_principals == "all"
+    identities = frozenset({specs.cluster.security.admin_user, BROKER_USER, CONTROLLER_USER})
+
+    def topic(name: str) -> bool:
+        return not reserved(name) and (name in declared_topics or scope.covers_topic(name))
+
+    def acl(binding: AclBinding) -> bool:
+        return everything or binding.principal in principals
+
+    def quota(entity: QuotaEntity) -> bool:
+        return everything or (entity.user not in (None, DEFAULT_ENTITY) and f"User:{entity.user}" in principals)
+
+    def user(name: str) -> bool:
+        return name not in identities and (everything or f"User:{name}" in principals)
+
+    return Ownership(topic=topic, acl=acl, quota=quota, user=user)
+
+
+def _listed(names: list[str], limit: int = 10) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def live_plan(specs: SpecSet, observed: ClusterState) -> Plan:
+    """The changes that take the observed cluster to the specs."""
+    owns = ownership_of(specs)
+    current = dataclasses.replace(observed, topics={n: t for n, t in observed.topics.items() if not reserved(n)})
+    # Removing an override reverts to *this cluster's* default, whatever the specs assume of its brokers.
+    desired = dataclasses.replace(state_of(specs), topic_defaults=observed.topic_defaults)
+    plan = diff_states(current, desired, owns)
+    notes: list[str] = []
+    unmanaged = sorted(n for n in current.topics if n not in desired.topics and not owns.topic(n))
+    if unmanaged:
+        notes.append(f"{len(unmanaged)} topic{'s' if len(unmanaged) != 1 else ''} outside the managed scope "
+                     f"left alone: {_listed(unmanaged)}")
+    foreign_acls = sorted({b.principal for b in current.acls - desired.acls if not owns.acl(b)})
+    if foreign_acls:
+        notes.append(f"ACLs of {len(foreign_acls)} undeclared principal{'s' if len(foreign_acls) != 1 else ''} "
+                     f"left alone: {_listed(foreign_acls)}")
+    if observed.brokers and len(observed.brokers) != specs.cluster.brokers:
+        notes.append(f"the cluster has {len(observed.brokers)} brokers; the specs declare {specs.cluster.brokers}")
+    return Plan.of(list(plan.changes), tuple(notes))

@@ -1,0 +1,85 @@
+"""A cluster's state as spec files: what `kraftform import` writes, so that `plan` on them is empty.
+
+Pure: a `ClusterState` in, file names and YAML text out. Users get a password reference to an
+environment variable (Kafka never reveals passwords); principals that are not SCRAM users (mTLS
+certificates, users of another mechanism) are declared as such, so every ACL and quota names a known one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from typing import Any
+
+import yaml
+
+from kraftform.cluster.config import BROKER_USER, CONTROLLER_USER
+from kraftform.plan.live import reserved
+from kraftform.plan.state import ClusterState
+from kraftform.spec.model import DEFAULT_ENTITY, Security
+from kraftform.versions import KAFKA_VERSION
+
+HEADER = "# Written by `kraftform import`; review before committing.\n"
+
+
+def password_env(user: str) -> str:
+    return "KRAFTFORM_PASSWORD_" + re.sub(r"[^A-Za-z0-9]+", "_", user).strip("_").upper()
+
+
+def _dump(data: dict[str, Any]) -> str:
+    return HEADER + yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=120)
+
+
+def render_specs(state: ClusterState, name: str, admin_user: str = Security().admin_user) -> dict[str, str]:
+    """File name -> YAML text."""
+    topics = [t for n, t in sorted(state.topics.items()) if not reserved(n)]
+    rf = Counter(t.replication_factor for t in topics).most_common(1)
+    racks = sorted({r for r in state.brokers.values() if r})
+    cluster: dict[str, Any] = {"name": name, "kafka_version": KAFKA_VERSION, "brokers": max(1, len(state.brokers))}
+    if racks and len(racks) <= len(state.brokers):
+        cluster["racks"] = racks
+    min_isr = int(state.topic_defaults.get("min.insync.replicas", "1"))
+    replication = rf[0][0] if rf else min(3, max(1, len(state.brokers)))
+    cluster["defaults"] = {"replication_factor": replication, "min_insync_replicas": min(min_isr, replication)}
+    cluster["security"] = {"admin_user": admin_user}
+    files = {"cluster.yaml": _dump({"cluster": cluster})}
+    if topics:
+        files["topics.yaml"] = _dump({"topics": [
+            {"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
+             **({"config": dict(sorted(t.config.items()))} if t.config else {})} for t in topics]})
+    identities = {admin_user, BROKER_USER, CONTROLLER_USER}
+    users = [u for n, u in sorted(state.users.items()) if n not in identities]
+    scram = {f"User:{u.name}" for u in users}
+    subjects = {b.principal for b in state.acls} | {
+        f"User:{e.user}" for e in state.quotas if e.user not in (None, DEFAULT_ENTITY)}
+    principals = sorted(subjects - scram - {"User:*", f"User:{admin_user}"})
+    if users or principals:
+        doc: dict[str, Any] = {}
+        if users:
+            doc["users"] = [{"name": u.name, "mechanism": u.mechanism, "iterations": u.iterations,
+                             "password": {"env": password_env(u.name)}} for u in users]
+        if principals:
+            doc["principals"] = [{"name": p} for p in principals]
+        files["users.yaml"] = _dump(doc)
+    if state.acls:
+        grouped: dict[tuple[str, ...], list[str]] = defaultdict(list)
+        for b in sorted(state.acls):
+            grouped[(b.principal, b.resource_type, b.resource_name, b.pattern_type, b.permission, b.host)].append(
+                b.operation)
+        acls = []
+        for (principal, rtype, rname, pattern, permission, host), operations in grouped.items():
+            entry: dict[str, Any] = {"principal": principal,
+                                     "resource": {"type": rtype, "name": rname, "pattern": pattern},
+                                     "operations": operations}
+            if permission != "allow":
+                entry["permission"] = permission
+            if host != "*":
+                entry["host"] = host
+            acls.append(entry)
+        files["acls.yaml"] = _dump({"acls": acls})
+    if state.quotas:
+        files["quotas.yaml"] = _dump({"quotas": [
+            {"entity": {k: v for k, v in (("user", e.user), ("client_id", e.client_id)) if v is not None},
+             **{k: int(v) if float(v).is_integer() else v for k, v in sorted(values.items())}}
+            for e, values in sorted(state.quotas.items())]})
+    return files

@@ -76,10 +76,12 @@ def check_applicable(plan: Plan, specs: SpecSet, passwords: Mapping[str, str | N
             f"  {c.kind} {c.resource}: {c.reason}" for c in plan.refused))
     destructive = plan.by_safety(Safety.DESTRUCTIVE)
     if destructive and not options.allow_destructive:
-        raise PlanRefusedError(
-            f"{len(destructive)} destructive change(s) need --allow-destructive; nothing was applied:\n"
-            + "\n".join(f"  {c.action} {c.kind} {c.resource}{' ' + c.key if c.key else ''}: {c.reason}"
-                        for c in destructive))
+        shown = [f"  {c.action} {c.kind} {c.resource}{' ' + c.key if c.key else ''}: {c.reason}"
+                 for c in destructive[:20]]
+        if len(destructive) > 20:
+            shown.append(f"  ... and {len(destructive) - 20} more (see the plan)")
+        raise PlanRefusedError(f"{len(destructive)} destructive change(s) need --allow-destructive; "
+                               "nothing was applied:\n" + "\n".join(shown))
     for c in plan.changes:
         if c.kind is Kind.ACL and c.action is Action.CREATE:
             binding = _binding_of(c, specs)
@@ -215,9 +217,7 @@ class Applier:
         topics = sorted({c.resource for c in changes})
         rate = str(self.options.throttle_bytes_per_s)
         # Throttle only the moving topics' replication, at a cluster-wide rate, while replicas copy.
-        self._alter_configs(ResourceType.BROKER, {"": [
-            ConfigEntry(k, rate, incremental_operation=AlterConfigOpType.SET) for k in THROTTLE_RATES]},
-            "set replication throttle")
+        self._broker_throttle(rate)
         self._alter_configs(ResourceType.TOPIC, {t: [
             ConfigEntry(k, "*", incremental_operation=AlterConfigOpType.SET) for k in THROTTLED_REPLICAS]
             for t in topics}, "throttle topics")
@@ -242,9 +242,15 @@ class Applier:
         self._alter_configs(ResourceType.TOPIC, {t: [
             ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in THROTTLED_REPLICAS]
             for t in topics}, "remove topic throttles")
-        self._alter_configs(ResourceType.BROKER, {"": [
-            ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in THROTTLE_RATES]},
-            "remove replication throttle")
+        self._broker_throttle(None)
+
+    def _broker_throttle(self, rate: str | None) -> None:
+        """Set (or with None remove) the replication throttle rate on every broker: broker configs go to
+        their own broker, one request each."""
+        op = AlterConfigOpType.SET if rate is not None else AlterConfigOpType.DELETE
+        for broker in sorted(self.observed.brokers):
+            self._alter_configs(ResourceType.BROKER, {str(broker): [
+                ConfigEntry(k, rate, incremental_operation=op) for k in THROTTLE_RATES]}, "replication throttle")
 
     # --- access --------------------------------------------------------------------------------------
     def acls(self, changes: list[Change]) -> None:

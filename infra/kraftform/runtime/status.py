@@ -7,16 +7,13 @@ MetadataQuorumCommand, run from the jars kraftform already fetched, with the adm
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from kraftform.cluster.render import TOOL_JAVA_OPTIONS
 from kraftform.errors import KraftformError
-from kraftform.runtime.artifacts import ensure_kafka
 from kraftform.runtime.deployment import Deployment, admin_config
 from kraftform.runtime.health import ClusterHealth, describe_health
-from kraftform.runtime.local import java_binary
+from kraftform.runtime.tools import METADATA_QUORUM, run_kafka_tool
 
 
 @dataclass(frozen=True)
@@ -41,14 +38,9 @@ def parse_quorum(text: str) -> QuorumStatus:
 
 
 def quorum_status(deployment: Deployment, state_dir: Path) -> QuorumStatus:
-    home = ensure_kafka(deployment.kafka_version)
-    command = [java_binary(), *TOOL_JAVA_OPTIONS, "-cp", str(home / "libs" / "*"),
-               "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", deployment.bootstrap,
-               "--command-config", str(state_dir / "admin.properties"), "describe", "--status"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-    if done.returncode != 0:
-        raise KraftformError(f"describing the controller quorum failed:\n{done.stderr[-1500:]}")
-    return parse_quorum(done.stdout)
+    return parse_quorum(run_kafka_tool(METADATA_QUORUM, [
+        "--bootstrap-server", deployment.bootstrap, "--command-config", str(state_dir / "admin.properties"),
+        "describe", "--status"], deployment.kafka_version))
 
 
 @dataclass(frozen=True)

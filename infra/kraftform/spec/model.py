@@ -176,12 +176,16 @@ class AclSpec:
                                 op, self.permission, self.host) for op in self.operations)
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class QuotaEntity:
     """user, client_id or both; `<default>` stands for Kafka's default entity of that kind."""
 
     user: str | None = None
     client_id: str | None = None
+
+    def __lt__(self, other: QuotaEntity) -> bool:
+        # Either field may be None, which plain tuple ordering cannot compare with a name.
+        return (self.user or "", self.client_id or "") < (other.user or "", other.client_id or "")
 
     def describe(self) -> str:
         parts = [f"user={self.user}" if self.user else "", f"client-id={self.client_id}" if self.client_id else ""]

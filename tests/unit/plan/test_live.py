@@ -1,0 +1,147 @@
+"""Live plans: what kraftform owns on a cluster, and what it leaves alone."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kraftform.plan import Action, ClusterState, Kind, Plan, Safety, TopicState, UserState, state_of
+from kraftform.plan.live import live_plan, ownership_of
+from kraftform.spec.loader import load_specs
+from kraftform.spec.model import AclBinding, QuotaEntity, SpecSet
+
+from ...conftest import EXAMPLE_SPECS
+
+BROKERS = {1: "rack-a", 2: "rack-b", 3: "rack-c"}
+
+
+@pytest.fixture(scope="module")
+def specs() -> SpecSet:
+    return load_specs(EXAMPLE_SPECS)
+
+
+def applied(specs: SpecSet, **changes: object) -> ClusterState:
+    """The cluster as it is after applying `specs`, as the observer reports it (defaults are not overrides)."""
+    state = state_of(specs)
+    topics = {n: dataclasses.replace(t, assignment=tuple((1 + p % 3, 1 + (p + 1) % 3, 1 + (p + 2) % 3)[
+        :t.replication_factor] for p in range(t.partitions))) for n, t in state.topics.items()}
+    users = {n: dataclasses.replace(u, password_version=None) for n, u in state.users.items()}
+    defaults = {"min.insync.replicas": "2", "retention.ms": "604800000", "cleanup.policy": "delete"}
+    base = dataclasses.replace(state, topics=topics, users=users, brokers=BROKERS, topic_defaults=defaults)
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def kinds(plan: Plan) -> list[tuple[Action, Kind, str, str | None]]:
+    return [(c.action, c.kind, c.resource, c.key) for c in plan.changes]
+
+
+def test_an_applied_cluster_has_no_changes_whatever_else_it_holds(specs: SpecSet) -> None:
+    extra = {"__consumer_offsets": TopicState("__consumer_offsets", 50, 3, {"cleanup.policy": "compact"}),
+             "kraftform.health": TopicState("kraftform.health", 1, 3),
+             "billing.invoices": TopicState("billing.invoices", 3, 3)}
+    admin = UserState("kraftform-admin", "SCRAM-SHA-512", 4096)
+    observed = applied(specs)
+    observed = dataclasses.replace(
+        observed, topics={**observed.topics, **extra}, users={**observed.users, "kraftform-admin": admin},
+        acls=observed.acls | {AclBinding("User:billing", "topic", "billing.", "prefixed", "read", "allow")},
+        quotas={**observed.quotas, QuotaEntity(client_id="batch"): {"producer_byte_rate": 1.0}})
+    plan = live_plan(specs, observed)
+    assert plan.empty, plan.changes
+    assert any("1 topic outside the managed scope left alone: billing.invoices" in n for n in plan.notes)
+    assert any("User:billing" in n for n in plan.notes)
+
+
+def test_a_spec_value_equal_to_the_clusters_default_is_not_drift(specs: SpecSet) -> None:
+    observed = applied(specs)
+    topic = "payments.refunds.v1"
+    want = specs.topic(topic)
+    assert want is not None and "min.insync.replicas" in want.config
+    cur = observed.topics[topic]
+    without = {k: v for k, v in cur.config.items() if k != "min.insync.replicas"}
+    observed = dataclasses.replace(observed,
+                                   topics={**observed.topics, topic: dataclasses.replace(cur, config=without)})
+    assert want.config["min.insync.replicas"] == observed.topic_defaults["min.insync.replicas"]
+    assert live_plan(specs, observed).empty
+
+
+def test_an_override_set_behind_kraftforms_back_reverts_to_the_clusters_default(specs: SpecSet) -> None:
+    observed = applied(specs)
+    cur = observed.topics["orders.created.v1"]  # no retention.ms in its spec
+    drifted = dataclasses.replace(cur, config={**cur.config, "retention.ms": "1000"})
+    plan = live_plan(specs, dataclasses.replace(observed, topics={**observed.topics, cur.name: drifted}))
+    [change] = plan.changes
+    assert (change.action, change.kind, change.key, change.safety) == (
+        Action.DELETE, Kind.TOPIC_CONFIG, "retention.ms", Safety.SAFE)
+    assert change.current is not None and change.current.startswith("1000")
+    assert change.desired is not None and change.desired.startswith("604800000")
+
+
+def test_managed_topics_absent_from_the_specs_are_deleted_only_in_scope(specs: SpecSet) -> None:
+    observed = applied(specs)
+    observed = dataclasses.replace(observed, topics={
+        **observed.topics, "orders.legacy.v0": TopicState("orders.legacy.v0", 3, 3),
+        "inventory.v1": TopicState("inventory.v1", 3, 3)})
+    assert kinds(live_plan(specs, observed)) == [(Action.DELETE, Kind.TOPIC, "orders.legacy.v0", None)]
+
+
+def test_acls_quotas_and_users_of_declared_principals_are_managed(specs: SpecSet) -> None:
+    observed = applied(specs)
+    stray = AclBinding("User:orders-service", "topic", "payments.", "prefixed", "write", "allow")
+    quota = QuotaEntity(user="orders-service", client_id="batch")
+    observed = dataclasses.replace(observed, acls=observed.acls | {stray},
+                                   quotas={**observed.quotas, quota: {"producer_byte_rate": 1e6}})
+    plan = live_plan(specs, observed)
+    assert kinds(plan) == [(Action.DELETE, Kind.ACL, "User:orders-service", stray.grant()),
+                           (Action.DELETE, Kind.QUOTA, quota.describe(), "producer_byte_rate")]
+
+
+def test_scope_all_removes_undeclared_access_but_never_the_clusters_identities(specs: SpecSet) -> None:
+    everything = dataclasses.replace(specs, cluster=dataclasses.replace(
+        specs.cluster, managed_scope=dataclasses.replace(specs.cluster.managed_scope, acl_principals="all")))
+    observed = applied(specs)
+    observed = dataclasses.replace(
+        observed, acls=observed.acls | {AclBinding("User:billing", "group", "b", "literal", "read", "allow")},
+        users={**observed.users, **{n: UserState(n, "SCRAM-SHA-512", 4096)
+                                    for n in ("kraftform-admin", "kraftform-broker", "old-app")}})
+    assert kinds(live_plan(everything, observed)) == [
+        (Action.DELETE, Kind.USER, "old-app", "mechanism"),
+        (Action.DELETE, Kind.ACL, "User:billing", "allow read on group 'b'")]
+    assert not ownership_of(everything).user("kraftform-broker")
+
+
+def test_a_password_that_no_longer_logs_in_is_set_again(specs: SpecSet) -> None:
+    observed = applied(specs)
+    user = dataclasses.replace(observed.users["fraud-scoring"], password_ok=False)
+    plan = live_plan(specs, dataclasses.replace(observed, users={**observed.users, "fraud-scoring": user}))
+    [change] = plan.changes
+    assert (change.action, change.kind, change.resource, change.key, change.safety) == (
+        Action.UPDATE, Kind.USER, "fraud-scoring", "password", Safety.DISRUPTIVE)
+    assert change.current is None and change.desired is None
+
+
+def test_replication_change_shows_the_rack_aware_target(specs: SpecSet) -> None:
+    observed = applied(specs)
+    topic = "orders.dlq.v1"
+    cur = observed.topics[topic]
+    two = dataclasses.replace(cur, replication_factor=2, assignment=tuple(r[:2] for r in cur.assignment))
+    plan = live_plan(specs, dataclasses.replace(observed, topics={**observed.topics, topic: two}))
+    [change] = plan.changes
+    assert (change.action, change.kind, change.safety, change.current) == (
+        Action.UPDATE, Kind.REPLICATION, Safety.DISRUPTIVE, "2")
+    assert change.desired is not None and change.desired.startswith("3 (replicas 1,2,3 | 2,3,1")
+
+
+def test_more_replicas_than_brokers_and_fewer_partitions_are_refused(specs: SpecSet) -> None:
+    observed = applied(specs, brokers={1: "rack-a", 2: "rack-b"})
+    topic = "orders.dlq.v1"
+    cur = observed.topics[topic]
+    smaller = dataclasses.replace(cur, replication_factor=2, partitions=cur.partitions + 1,
+                                  assignment=(*(r[:2] for r in cur.assignment), (1, 2)))
+    plan = live_plan(specs, dataclasses.replace(observed, topics={**observed.topics, topic: smaller}))
+    assert {(c.kind, c.action) for c in plan.refused} == {(Kind.REPLICATION, Action.REFUSE),
+                                                         (Kind.PARTITIONS, Action.REFUSE)}
+    assert any("needs 3 brokers; the cluster has 2" in c.reason for c in plan.refused)
+    assert any("the cluster has 2 brokers; the specs declare 3" in n for n in plan.notes)
+
+

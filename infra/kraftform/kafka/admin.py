@@ -66,7 +66,7 @@ def kafka_python_admin(connection: Connection, requests: Requests) -> Iterator[A
     from kafka.admin import KafkaAdminClient
     from kafka.errors import KafkaError as PyKafkaError
 
-    requests["kafka-python bootstrap"] += 1
+    requests["ApiVersions+Metadata (kafka-python bootstrap)"] += 2
     try:
         client = KafkaAdminClient(**connection.kafka_python(), request_timeout_ms=int(TIMEOUT * 1000))
     except PyKafkaError as exc:

@@ -1,0 +1,121 @@
+"""Benchmark, not a test: reading and reconciling thousands of topics on a real secure cluster.
+
+    python tests/bench/bench_reconcile.py [--sizes 1000 5000] [--state-dir DIR]
+
+Starts a secure 3-controller, 3-broker local cluster (or reuses the one in --state-dir), then for each size
+N writes specs with N topics (1 partition, RF 3) and one ACL binding per topic, and measures:
+- `kraftform apply` creating the topics and ACLs (the first size: 1,000 topics from nothing);
+- a no-op `kraftform plan` as a user runs it (a new process: wall time, peak resident memory, Admin
+  requests as the command reports them on stderr);
+- the same read done the way one-topic-at-a-time tools do it: one DescribeConfigs request per topic.
+Target (issue 4): a no-op plan of 5,000 topics under 10 s and 500 MB on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from confluent_kafka.admin import ConfigResource, ResourceType
+
+from kraftform.kafka.admin import Admin
+from kraftform.kafka.connect import read_connection
+from kraftform.runtime import get_runtime
+from kraftform.runtime.deployment import STATE_FILE
+from kraftform.spec.model import ClusterDefaults, ClusterSpec, ManagedScope, Security
+
+CLUSTER = ClusterSpec(name="kfbench", brokers=3, kafka_version="4.3.1", controllers=3, racks=("a", "b", "c"),
+                      defaults=ClusterDefaults(1, 3, 2), security=Security(),
+                      managed_scope=ManagedScope(("bench.",)))
+PRINCIPALS = 50
+
+# Runs a command and prints its peak resident set (ru_maxrss of the only child of a fresh process).
+PEAK_RSS = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(done.returncode)")
+
+
+def write_specs(root: Path, count: int) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    cluster = {"cluster": {"name": CLUSTER.name, "brokers": 3, "racks": list(CLUSTER.racks),
+                           "defaults": {"replication_factor": 3, "min_insync_replicas": 2},
+                           "managed_scope": {"topic_prefixes": ["bench."]}}}
+    (root / "cluster.yaml").write_text(yaml.safe_dump(cluster))
+    names = [f"bench.t{i:05d}" for i in range(count)]
+    (root / "topics.yaml").write_text(yaml.safe_dump({"topics": [
+        {"name": n, "partitions": 1, "config": {"retention.ms": "1d"}} for n in names]}))
+    (root / "users.yaml").write_text(yaml.safe_dump({"principals": [
+        {"name": f"User:CN=app-{p}"} for p in range(PRINCIPALS)]}))
+    (root / "acls.yaml").write_text(yaml.safe_dump({"acls": [
+        {"principal": f"User:CN=app-{i % PRINCIPALS}", "resource": {"type": "topic", "name": n},
+         "operations": ["read"]} for i, n in enumerate(names)]}))
+
+
+def kraftform(state_dir: Path, *args: str) -> tuple[float, int, str, int]:
+    """Run the CLI as users do; (seconds, exit code, stderr, peak resident KiB)."""
+    command = [sys.executable, "-c", PEAK_RSS, sys.executable, "-m", "kraftform", *args,
+               "--command-config", str(state_dir / "admin.properties")]
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - started
+    lines = done.stderr.strip().splitlines()
+    if done.returncode not in (0, 2):
+        raise SystemExit(f"kraftform {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    return seconds, done.returncode, "\n".join(lines[:-1]), int(lines[-1])
+
+
+def one_per_topic(state_dir: Path) -> tuple[float, int]:
+    """Metadata, then DescribeConfigs topic by topic, each awaited: (seconds, requests)."""
+    admin = Admin(read_connection(state_dir / "admin.properties"))
+    started = time.monotonic()
+    topics = sorted(admin.metadata().topics)
+    for name in topics:
+        admin.client.describe_configs([ConfigResource(ResourceType.TOPIC, name)])[
+            ConfigResource(ResourceType.TOPIC, name)].result()
+    return time.monotonic() - started, 1 + len(topics)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
+    parser.add_argument("--state-dir", type=Path, default=None)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="kfbench-"))
+    state_dir = args.state_dir or work / "cluster"
+    runtime = get_runtime("local", state_dir)
+    started_here = not (state_dir / STATE_FILE).is_file()
+    runtime.up(CLUSTER, timeout=300)
+    rows = []
+    try:
+        for size in args.sizes:
+            specs = work / f"specs-{size}"
+            write_specs(specs, size)
+            apply_s, _, _apply_log, apply_kib = kraftform(state_dir, "apply", str(specs), "--auto-approve")
+            plan_s, code, plan_log, plan_kib = kraftform(state_dir, "plan", str(specs))
+            assert code == 0, f"plan after apply is not empty:\n{plan_log}"
+            observed = re.search(r"with (\d+) Admin requests .* in ([\d.]+) s", plan_log)
+            assert observed, plan_log
+            naive_s, naive_requests = one_per_topic(state_dir)
+            rows.append((size, apply_s, plan_s, int(observed.group(1)), float(observed.group(2)), plan_kib,
+                         naive_s, naive_requests))
+            print(f"{size} topics: apply {apply_s:.1f} s ({apply_kib // 1024} MiB); no-op plan {plan_s:.2f} s, "
+                  f"{observed.group(1)} requests, observe {observed.group(2)} s, peak {plan_kib // 1024} MiB; "
+                  f"one DescribeConfigs per topic {naive_s:.2f} s, {naive_requests} requests", flush=True)
+    finally:
+        if started_here:
+            runtime.down(purge=True)
+    print("\n| topics (+ ACLs) | apply s | no-op plan s | plan requests | observe s | plan peak MiB "
+          "| one-per-topic read s | its requests | read speed-up | request ratio |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for size, apply_s, plan_s, requests, observe_s, kib, naive_s, naive_requests in rows:
+        print(f"| {size} | {apply_s:.1f} | {plan_s:.2f} | {requests} | {observe_s:.2f} | {kib / 1024:.0f} | "
+              f"{naive_s:.2f} | {naive_requests} | {naive_s / observe_s:.1f}x | {naive_requests / requests:.0f}x |")
+
+
+if __name__ == "__main__":
+    main()

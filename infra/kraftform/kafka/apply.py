@@ -38,7 +38,7 @@ from confluent_kafka.admin import (
 from confluent_kafka.cimpl import NewTopic
 
 from kraftform.errors import KraftformError, PlanRefusedError, UsageError
-from kraftform.kafka.admin import TIMEOUT, Admin, kafka_python_admin
+from kraftform.kafka.admin import Admin, kafka_python_admin
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import require_password
 from kraftform.kafka.quotas import alter_quotas
@@ -48,7 +48,10 @@ from kraftform.plan.state import ClusterState
 from kraftform.spec import model
 from kraftform.spec.model import SpecSet
 
+#: Items per write request, and how long one may take: the controller commits each item, and thousands of
+#: ACLs in one request outlast a 30 s timeout on two cores.
 BATCH = 500
+WRITE_TIMEOUT = 120.0
 THROTTLED_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 
@@ -107,7 +110,7 @@ def _wait(futures: Mapping[Any, Future[Any]], what: str, benign: Iterable[str] =
     failed = []
     for key, future in futures.items():
         try:
-            future.result(timeout=TIMEOUT * 4)
+            future.result(timeout=WRITE_TIMEOUT + 10)
         except KafkaException as exc:
             error = exc.args[0]
             if error.name() not in benign:
@@ -160,7 +163,7 @@ class Applier:
                 alterations.append(UserScramCredentialDeletion(
                     name, ScramMechanism[current.mechanism.replace("-", "_")]))
         self.admin.requests["AlterUserScramCredentials"] += 1
-        _wait(self.admin.client.alter_user_scram_credentials(alterations, request_timeout=TIMEOUT),
+        _wait(self.admin.client.alter_user_scram_credentials(alterations, request_timeout=WRITE_TIMEOUT),
               "alter SCRAM users", benign={"RESOURCE_NOT_FOUND"})
 
     # --- topics --------------------------------------------------------------------------------------
@@ -170,12 +173,12 @@ class Applier:
                for t in created if t is not None]
         for batch in _chunks(new):
             self.admin.requests["CreateTopics"] += 1
-            _wait(self.admin.client.create_topics(batch, request_timeout=TIMEOUT), "create topics",
+            _wait(self.admin.client.create_topics(batch, request_timeout=WRITE_TIMEOUT), "create topics",
                   benign={"TOPIC_ALREADY_EXISTS"})
         deleted = [c.resource for c in changes if c.action is Action.DELETE]
         for batch in _chunks(deleted):
             self.admin.requests["DeleteTopics"] += 1
-            _wait(self.admin.client.delete_topics(batch, request_timeout=TIMEOUT), "delete topics",
+            _wait(self.admin.client.delete_topics(batch, request_timeout=WRITE_TIMEOUT), "delete topics",
                   benign={"UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_ID"})
 
     def topic_configs(self, changes: list[Change]) -> None:
@@ -194,12 +197,12 @@ class Applier:
         resources = [ConfigResource(restype, name, incremental_configs=e) for name, e in sorted(entries.items())]
         for batch in _chunks(resources):
             self.admin.requests["IncrementalAlterConfigs"] += 1
-            _wait(self.admin.client.incremental_alter_configs(batch, request_timeout=TIMEOUT), what)
+            _wait(self.admin.client.incremental_alter_configs(batch, request_timeout=WRITE_TIMEOUT), what)
 
     def partitions(self, changes: list[Change]) -> None:
         grow = [NewPartitions(c.resource, int(c.desired or 0)) for c in changes if c.action is Action.UPDATE]
         self.admin.requests["CreatePartitions"] += 1
-        futures = self.admin.client.create_partitions(grow, request_timeout=TIMEOUT)
+        futures = self.admin.client.create_partitions(grow, request_timeout=WRITE_TIMEOUT)
         # INVALID_PARTITIONS: already at that count (an earlier, interrupted run got there); the final
         # observation verifies it.
         _wait(futures, "add partitions", benign={"INVALID_PARTITIONS"})
@@ -257,13 +260,13 @@ class Applier:
         bindings = {c: _binding_of(c, self.specs) if c.action is Action.CREATE else self._observed_binding(c)
                     for c in changes}
         create = [_confluent_binding(b) for c, b in bindings.items() if c.action is Action.CREATE]
-        if create:
+        for batch in _chunks(create):
             self.admin.requests["CreateAcls"] += 1
-            _wait(self.admin.client.create_acls(create, request_timeout=TIMEOUT), "create ACLs")
+            _wait(self.admin.client.create_acls(batch, request_timeout=WRITE_TIMEOUT), "create ACLs")
         delete = [_confluent_binding(b, AclBindingFilter) for c, b in bindings.items() if c.action is Action.DELETE]
-        if delete:
+        for batch in _chunks(delete):
             self.admin.requests["DeleteAcls"] += 1
-            _wait(self.admin.client.delete_acls(delete, request_timeout=TIMEOUT), "delete ACLs")
+            _wait(self.admin.client.delete_acls(batch, request_timeout=WRITE_TIMEOUT), "delete ACLs")
 
     def _observed_binding(self, change: Change) -> model.AclBinding:
         for binding in self.observed.acls:

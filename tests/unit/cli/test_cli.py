@@ -86,3 +86,21 @@ def test_profile_show_builtin_and_spec_defined(example_specs: Path, capsys: pyte
 def test_console_script_is_installed() -> None:
     done = subprocess.run(["kraftform", "--version"], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stdout.startswith("kraftform ")
+
+
+def test_plan_needs_a_readable_command_config(example_specs: Path, tmp_path: Path) -> None:
+    missing = run("plan", str(example_specs))
+    assert missing.returncode == 1 and "--command-config" in missing.stderr
+    absent = run("plan", str(example_specs), "--command-config", str(tmp_path / "admin.properties"))
+    assert absent.returncode == 1 and "no such command config file" in absent.stderr
+    jks = tmp_path / "client.properties"
+    jks.write_text("bootstrap.servers=h:9092\nsecurity.protocol=SSL\nssl.truststore.location=/etc/ts.jks\n")
+    wrong = run("apply", str(example_specs), "--command-config", str(jks), "--auto-approve")
+    assert wrong.returncode == 1 and f"{jks}: ssl.truststore.type must be PEM" in wrong.stderr
+    assert "Traceback" not in missing.stderr + absent.stderr + wrong.stderr
+
+
+def test_import_refuses_a_non_empty_directory(tmp_path: Path) -> None:
+    (tmp_path / "cluster.yaml").write_text("cluster: {}\n")
+    done = run("import", str(tmp_path), "--command-config", str(tmp_path / "none.properties"))
+    assert done.returncode == 1 and "is not empty" in done.stderr

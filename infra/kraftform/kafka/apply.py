@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -52,6 +52,7 @@ from kraftform.spec.model import SpecSet
 #: ACLs in one request outlast a 30 s timeout on two cores.
 BATCH = 500
 WRITE_TIMEOUT = 120.0
+RETRIES = 3
 THROTTLED_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 
@@ -105,19 +106,29 @@ def _binding_of(change: Change, specs: SpecSet) -> model.AclBinding:
     raise KraftformError(f"internal: no spec binding for {change.resource} {change.key}")
 
 
-def _wait(futures: Mapping[Any, Future[Any]], what: str, benign: Iterable[str] = ()) -> None:
-    """Resolve every future; errors named in `benign` are success (the step was already done)."""
-    failed = []
+def _retriable(error: KafkaError) -> bool:
+    return bool(error.retriable()) or error.code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT)
+
+
+def _wait(futures: Mapping[Any, Future[Any]], what: str, benign: Iterable[str] = (), last: bool = True) -> list[Any]:
+    """Resolve every future; errors named in `benign` are success (the step was already done). Returns the
+    keys that failed with a retriable error (a busy cluster timing out), unless this is the `last` try."""
+    failed, retry = [], []
     for key, future in futures.items():
         try:
             future.result(timeout=WRITE_TIMEOUT + 10)
         except KafkaException as exc:
             error = exc.args[0]
-            if error.name() not in benign:
+            if error.name() in benign:
+                continue
+            if not last and _retriable(error):
+                retry.append(key)
+            else:
                 failed.append(f"{getattr(key, 'name', key)}: {error.name()}: {error.str()}")
     if failed:
         shown = "; ".join(failed[:10]) + (f" (and {len(failed) - 10} more)" if len(failed) > 10 else "")
         raise KraftformError(f"{what} failed: {shown}")
+    return retry
 
 
 def _chunks(items: list[Any]) -> Iterable[list[Any]]:
@@ -135,6 +146,21 @@ class Applier:
         self.passwords = passwords
         self.options = options
         self.progress = progress
+
+    def _send(self, api: str, items: list[Any], call: Callable[[list[Any]], Mapping[Any, Future[Any]]], what: str,
+              benign: Iterable[str] = (), key: Callable[[Any], Any] = lambda item: item) -> None:
+        """Send `items` in batches; those that time out on a busy cluster are sent again (every write here
+        is idempotent), up to RETRIES times with a growing pause."""
+        for batch in _chunks(items):
+            pending = batch
+            for attempt in range(RETRIES + 1):
+                self.admin.requests[api] += 1
+                retry = set(_wait(call(pending), what, benign, last=attempt == RETRIES))
+                if not retry:
+                    break
+                self.progress(f"    {what}: {len(retry)} timed out (the cluster is busy); retrying")
+                time.sleep(2.0 * (attempt + 1))
+                pending = [item for item in pending if key(item) in retry]
 
     def run(self, plan: Plan) -> None:
         by_kind: dict[Kind, list[Change]] = defaultdict(list)
@@ -162,24 +188,21 @@ class Applier:
             if current is not None and (spec is None or spec.mechanism != current.mechanism):
                 alterations.append(UserScramCredentialDeletion(
                     name, ScramMechanism[current.mechanism.replace("-", "_")]))
-        self.admin.requests["AlterUserScramCredentials"] += 1
-        _wait(self.admin.client.alter_user_scram_credentials(alterations, request_timeout=WRITE_TIMEOUT),
-              "alter SCRAM users", benign={"RESOURCE_NOT_FOUND"})
+        self._send("AlterUserScramCredentials", alterations,
+                   lambda batch: self.admin.client.alter_user_scram_credentials(batch, request_timeout=WRITE_TIMEOUT),
+                   "alter SCRAM users", benign={"RESOURCE_NOT_FOUND"}, key=lambda a: a.user)
 
     # --- topics --------------------------------------------------------------------------------------
     def topics(self, changes: list[Change]) -> None:
         created = [self.specs.topic(c.resource) for c in changes if c.action is Action.CREATE]
         new = [NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.config))
                for t in created if t is not None]
-        for batch in _chunks(new):
-            self.admin.requests["CreateTopics"] += 1
-            _wait(self.admin.client.create_topics(batch, request_timeout=WRITE_TIMEOUT), "create topics",
-                  benign={"TOPIC_ALREADY_EXISTS"})
-        deleted = [c.resource for c in changes if c.action is Action.DELETE]
-        for batch in _chunks(deleted):
-            self.admin.requests["DeleteTopics"] += 1
-            _wait(self.admin.client.delete_topics(batch, request_timeout=WRITE_TIMEOUT), "delete topics",
-                  benign={"UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_ID"})
+        self._send("CreateTopics", new,
+                   lambda batch: self.admin.client.create_topics(batch, request_timeout=WRITE_TIMEOUT),
+                   "create topics", benign={"TOPIC_ALREADY_EXISTS"}, key=lambda t: t.topic)
+        self._send("DeleteTopics", [c.resource for c in changes if c.action is Action.DELETE],
+                   lambda batch: self.admin.client.delete_topics(batch, request_timeout=WRITE_TIMEOUT),
+                   "delete topics", benign={"UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_ID"})
 
     def topic_configs(self, changes: list[Change]) -> None:
         entries: dict[str, list[ConfigEntry]] = defaultdict(list)
@@ -195,17 +218,17 @@ class Applier:
 
     def _alter_configs(self, restype: ResourceType, entries: Mapping[str, list[ConfigEntry]], what: str) -> None:
         resources = [ConfigResource(restype, name, incremental_configs=e) for name, e in sorted(entries.items())]
-        for batch in _chunks(resources):
-            self.admin.requests["IncrementalAlterConfigs"] += 1
-            _wait(self.admin.client.incremental_alter_configs(batch, request_timeout=WRITE_TIMEOUT), what)
+        self._send("IncrementalAlterConfigs", resources,
+                   lambda batch: self.admin.client.incremental_alter_configs(batch, request_timeout=WRITE_TIMEOUT),
+                   what)
 
     def partitions(self, changes: list[Change]) -> None:
         grow = [NewPartitions(c.resource, int(c.desired or 0)) for c in changes if c.action is Action.UPDATE]
-        self.admin.requests["CreatePartitions"] += 1
-        futures = self.admin.client.create_partitions(grow, request_timeout=WRITE_TIMEOUT)
         # INVALID_PARTITIONS: already at that count (an earlier, interrupted run got there); the final
         # observation verifies it.
-        _wait(futures, "add partitions", benign={"INVALID_PARTITIONS"})
+        self._send("CreatePartitions", grow,
+                   lambda batch: self.admin.client.create_partitions(batch, request_timeout=WRITE_TIMEOUT),
+                   "add partitions", benign={"INVALID_PARTITIONS"}, key=lambda p: p.topic)
 
     def replication(self, changes: list[Change]) -> None:
         from kafka.structs import TopicPartition
@@ -260,13 +283,11 @@ class Applier:
         bindings = {c: _binding_of(c, self.specs) if c.action is Action.CREATE else self._observed_binding(c)
                     for c in changes}
         create = [_confluent_binding(b) for c, b in bindings.items() if c.action is Action.CREATE]
-        for batch in _chunks(create):
-            self.admin.requests["CreateAcls"] += 1
-            _wait(self.admin.client.create_acls(batch, request_timeout=WRITE_TIMEOUT), "create ACLs")
+        self._send("CreateAcls", create,
+                   lambda batch: self.admin.client.create_acls(batch, request_timeout=WRITE_TIMEOUT), "create ACLs")
         delete = [_confluent_binding(b, AclBindingFilter) for c, b in bindings.items() if c.action is Action.DELETE]
-        for batch in _chunks(delete):
-            self.admin.requests["DeleteAcls"] += 1
-            _wait(self.admin.client.delete_acls(batch, request_timeout=WRITE_TIMEOUT), "delete ACLs")
+        self._send("DeleteAcls", delete,
+                   lambda batch: self.admin.client.delete_acls(batch, request_timeout=WRITE_TIMEOUT), "delete ACLs")
 
     def _observed_binding(self, change: Change) -> model.AclBinding:
         for binding in self.observed.acls:

@@ -35,6 +35,8 @@ def _parse(value: int | str, pattern: re.Pattern[str], units: dict[str, int], wh
         raise ValueError(f"expected {what}, got {value!r}")
     if isinstance(value, int):
         return value
+    if isinstance(value, float):  # JSON Schema counts 2.0 as an integer, so YAML's `2.0` gets here
+        return _whole(value, str(value))
     match = pattern.match(value.strip())
     if not match:
         raise ValueError(f"{value!r} is not {what} (examples: {examples})")

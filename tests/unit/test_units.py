@@ -42,3 +42,10 @@ def test_human_forms() -> None:
     assert human_duration_ms(1500) == "1500ms"
     assert human_bytes(512) == "512 B"
     assert human_bytes(3 * 2**30) == "3 GiB"
+
+
+def test_a_whole_float_from_yaml_is_accepted_and_a_fraction_is_not() -> None:
+    # JSON Schema calls 2.0 an integer, so `storage_per_broker: 2.0` passes the schema and reaches here.
+    assert parse_size(2.0) == 2  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not a whole number"):
+        parse_size(2.5)  # type: ignore[arg-type]

@@ -95,9 +95,10 @@ TOOL_JAVA_OPTIONS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", 
 
 
 def java_options(node: Node, paths: NodePaths) -> tuple[str, ...]:
-    """Small heaps: six nodes of a test cluster must fit beside the tests on a CI runner."""
-    heap = ("-Xms384m", "-Xmx384m") if node.is_broker else ("-Xms160m", "-Xmx160m")
-    return (*heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:MaxMetaspaceSize=128m",
+    """Heaps from the spec (`cluster.resources`); the defaults are small, so six nodes of a test cluster fit
+    beside the tests on a CI runner."""
+    mib = node.heap_bytes // (1024 * 1024)
+    return (f"-Xms{mib}m", f"-Xmx{mib}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:MaxMetaspaceSize=128m",
             "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={paths.config_dir}/{LOG4J2_FILE}")
 
 

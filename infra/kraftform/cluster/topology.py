@@ -30,6 +30,8 @@ class Node:
     rack: str | None = None
     #: Index among brokers (for the external listener's port); None for controller-only nodes.
     broker_index: int | None = None
+    #: JVM heap; brokers need more as partitions grow (about 384 MiB per few thousand replicas).
+    heap_bytes: int = 160 * 1024 * 1024
 
     @property
     def is_broker(self) -> bool:
@@ -62,10 +64,13 @@ def topology(cluster: ClusterSpec) -> Topology:
     if cluster.mode == "combined":
         for i in range(cluster.brokers):
             roles: tuple[Role, ...] = ("broker", "controller") if i < cluster.controllers else ("broker",)
-            nodes.append(Node(i + 1, f"{cluster.name}-node-{i}", roles, cluster.rack_of(i), i))
+            nodes.append(Node(i + 1, f"{cluster.name}-node-{i}", roles, cluster.rack_of(i), i,
+                              cluster.broker_heap_bytes))
     else:
         for i in range(cluster.controllers):
-            nodes.append(Node(CONTROLLER_ID_BASE + i + 1, f"{cluster.name}-controller-{i}", ("controller",)))
+            nodes.append(Node(CONTROLLER_ID_BASE + i + 1, f"{cluster.name}-controller-{i}", ("controller",),
+                              heap_bytes=cluster.controller_heap_bytes))
         for i in range(cluster.brokers):
-            nodes.append(Node(i + 1, f"{cluster.name}-broker-{i}", ("broker",), cluster.rack_of(i), i))
+            nodes.append(Node(i + 1, f"{cluster.name}-broker-{i}", ("broker",), cluster.rack_of(i), i,
+                              cluster.broker_heap_bytes))
     return Topology(cluster, tuple(nodes))

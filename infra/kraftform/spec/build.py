@@ -121,13 +121,17 @@ class Builder:
         )
         scope = d.get("managed_scope", {})
         storage = d.get("storage_per_broker")
+        resources = d.get("resources", {})
+        heaps = {f"{role}_heap_bytes": self._convert(parse_size, resources[f"{role}_heap"],
+                                                     entry.at("resources", f"{role}_heap"))
+                 for role in ("broker", "controller") if f"{role}_heap" in resources}
         return ClusterSpec(
             name=d["name"], brokers=brokers, kafka_version=d.get("kafka_version", KAFKA_VERSION),
             mode=d.get("mode", "dedicated"), controllers=d.get("controllers", 3),
             racks=tuple(d.get("racks", ())),
             storage_per_broker_bytes=None if storage is None else self._convert(
                 parse_size, storage, entry.at("storage_per_broker")),
-            defaults=defaults, security=security,
+            defaults=defaults, security=security, **{k: v for k, v in heaps.items() if v is not None},
             managed_scope=ManagedScope(tuple(scope.get("topic_prefixes", ())),
                                        scope.get("acl_principals", "declared")),
             load=self._load(entry) if "load" in d else None,

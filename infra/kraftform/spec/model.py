@@ -92,6 +92,8 @@ class ClusterSpec:
     controllers: int = 3
     racks: tuple[str, ...] = ()
     storage_per_broker_bytes: int | None = None
+    broker_heap_bytes: int = 384 * 1024 * 1024
+    controller_heap_bytes: int = 160 * 1024 * 1024
     defaults: ClusterDefaults = ClusterDefaults()
     security: Security = Security()
     managed_scope: ManagedScope = ManagedScope()

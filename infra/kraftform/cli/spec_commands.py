@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftform.errors import UsageError
+from kraftform.lint import ENVS, RULES, lint
 from kraftform.plan.render import RENDERERS
 from kraftform.plan.specdiff import diff_specsets
 from kraftform.profiles import BUILTIN_PROFILES, SECTIONS
@@ -39,11 +40,33 @@ def register(sub: Any) -> None:
     show.add_argument("--format", choices=("text", "json"), default="text")
     show.set_defaults(handler=cmd_profile_show)
 
+    p = sub.add_parser("lint", help="organisation rules for an environment (the Pulumi policy pack's rules); "
+                                    "exit 2 on findings")
+    p.add_argument("specs_dir", nargs="?", default=DEFAULT_SPECS, metavar="SPECS_DIR")
+    p.add_argument("--env", choices=ENVS, required=True)
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(handler=cmd_lint)
+
     p = sub.add_parser("diff", help="compare two spec revisions offline; exit 2 when anything changed")
     p.add_argument("base_dir", metavar="BASE_DIR")
     p.add_argument("head_dir", metavar="HEAD_DIR")
     p.add_argument("--format", choices=tuple(RENDERERS), default="text")
     p.set_defaults(handler=cmd_diff)
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    findings = lint(load_specs(args.specs_dir), args.env)
+    if args.format == "json":
+        print(json.dumps([{"rule": f.rule, "file": f.problem.location.file, "line": f.problem.location.line,
+                           "path": f.problem.location.path, "message": f.problem.message} for f in findings],
+                         indent=2))
+    else:
+        for finding in findings:
+            print(finding)
+        rules = sum(1 for r in RULES if args.env in r.envs)
+        print(f"{args.specs_dir}: {len(findings)} finding{'s' if len(findings) != 1 else ''} "
+              f"({rules} rules for {args.env})")
+    return 2 if findings else 0
 
 
 def describe(specs: SpecSet, where: str) -> str:

@@ -7,6 +7,7 @@ unknown one). Such problems are collected, never raised one at a time.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -18,6 +19,7 @@ from kraftform.spec.model import (
     ClusterDefaults,
     ClusterSpec,
     ConsumerSpec,
+    Conventions,
     ExternalListener,
     Load,
     ManagedScope,
@@ -120,6 +122,16 @@ class Builder:
                                                ext.get("base_port", 19092)),
         )
         scope = d.get("managed_scope", {})
+        conv = d.get("conventions", {})
+        bounds = {f"{edge}_retention_ms": self._convert(parse_duration_ms, conv[f"{edge}_retention"],
+                                                        entry.at("conventions", f"{edge}_retention"))
+                  for edge in ("min", "max") if f"{edge}_retention" in conv}
+        if "topic_name" in conv:
+            try:
+                re.compile(conv["topic_name"])
+            except re.error as exc:
+                self.problems.append(Problem(entry.at("conventions", "topic_name"),
+                                             f"not a regular expression: {exc}"))
         storage = d.get("storage_per_broker")
         resources = d.get("resources", {})
         heaps = {f"{role}_heap_bytes": self._convert(parse_size, resources[f"{role}_heap"],
@@ -135,6 +147,7 @@ class Builder:
             managed_scope=ManagedScope(tuple(scope.get("topic_prefixes", ())),
                                        scope.get("acl_principals", "declared")),
             load=self._load(entry) if "load" in d else None,
+            conventions=Conventions(conv.get("topic_name"), **bounds),
             location=entry.at(),
         )
 

@@ -57,6 +57,15 @@ class ClusterDefaults:
 
 
 @dataclass(frozen=True)
+class Conventions:
+    """House rules for `kraftform lint`: a topic-name pattern and retention bounds (milliseconds)."""
+
+    topic_name: str | None = None
+    min_retention_ms: int | None = None
+    max_retention_ms: int | None = None
+
+
+@dataclass(frozen=True)
 class ManagedScope:
     """Topics kraftform may change or delete: declared ones, and any under these prefixes."""
 
@@ -97,6 +106,7 @@ class ClusterSpec:
     defaults: ClusterDefaults = ClusterDefaults()
     security: Security = Security()
     managed_scope: ManagedScope = ManagedScope()
+    conventions: Conventions = Conventions()
     load: Load | None = None
     location: Location = _loc()
 

@@ -1,0 +1,159 @@
+"""Dynamic providers: each Kafka resource in a Pulumi stack is planned and applied by kraftform's own
+planner and applier, scoped to that one resource.
+
+Pulumi pickles providers with dill into the stack state, so a provider holds no client and no secret:
+connection settings arrive as (secret) inputs, and clients are created inside each method. Observations
+are cached per process for a few seconds, so the many resources of one `pulumi refresh` share one bulk
+read of the cluster instead of one read each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import (
+    CheckFailure,
+    CheckResult,
+    CreateResult,
+    DiffResult,
+    ReadResult,
+    ResourceProvider,
+    UpdateResult,
+)
+
+from kraftform.errors import KraftformError
+from kraftform.kafka.apply import Applier, ApplyOptions, check_applicable
+from kraftform.kafka.connect import Connection
+from kraftform.kafka.observe import observe
+from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
+from kraftform.plan.live import live_plan
+from kraftform.plan.state import ClusterState
+from kraftform.spec.model import ClusterSpec, SpecSet, TopicSpec
+from kraftform.topic_configs import normalize_topic_config
+from kraftform.versions import KAFKA_VERSION
+
+OBSERVATION_TTL_S = 5.0
+_observations: dict[str, tuple[float, ClusterState]] = {}
+
+
+def connection_of(props: dict[str, Any]) -> Connection:
+    """`ca_pem` (a cluster made by the stack) is written to a file librdkafka can read; `ca_path` is used as is."""
+    c = props["connection"]
+    ca_path = c.get("ca_path")
+    if c.get("ca_pem"):
+        digest = hashlib.sha256(c["ca_pem"].encode()).hexdigest()[:16]
+        path = Path(tempfile.gettempdir()) / f"kraftform-ca-{digest}.pem"
+        if not path.is_file():
+            path.write_text(c["ca_pem"])
+        ca_path = str(path)
+    return Connection(c["bootstrap"], c.get("protocol", "SASL_SSL"), c.get("mechanism"), c.get("username"),
+                      c.get("password"), ca_path)
+
+
+def observed(connection: Connection, fresh: bool = False, wait_s: float = 180.0) -> ClusterState:
+    """The cluster, read in bulk at most once per OBSERVATION_TTL_S for all resources of this process.
+    A cluster the same `pulumi up` is still starting gets `wait_s` to answer."""
+    cached = _observations.get(connection.bootstrap)
+    if fresh or cached is None or time.monotonic() - cached[0] > OBSERVATION_TTL_S:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                cached = (time.monotonic(), observe(connection).state)
+                break
+            except KraftformError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(2.0)
+        _observations[connection.bootstrap] = cached
+    return cached[1]
+
+
+def _topic(props: dict[str, Any]) -> TopicSpec:
+    return TopicSpec(props["name"], int(props["partitions"]), int(props["replication_factor"]),
+                     {k: str(v) for k, v in (props.get("config") or {}).items()})
+
+
+def _scoped(topic: TopicSpec, state: ClusterState) -> SpecSet:
+    """A spec set declaring only this topic: the live planner then owns it and nothing else."""
+    return SpecSet(ClusterSpec("pulumi", max(1, len(state.brokers)), KAFKA_VERSION), topics=(topic,))
+
+
+class TopicProvider(ResourceProvider):
+    """One topic. A partition decrease fails in `check` (so `pulumi preview` shows it as an error), never
+    as a replacement; renaming replaces, which Pulumi's `protect` option guards like any deletion."""
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        failures = []
+        config = {}
+        for key, value in (news.get("config") or {}).items():
+            try:
+                config[key] = normalize_topic_config(key, value)
+            except ValueError as exc:
+                failures.append(CheckFailure(f"config.{key}", str(exc)))
+        if _olds and int(news["partitions"]) < int(_olds.get("partitions", 0)):
+            failures.append(CheckFailure("partitions", (
+                f"topic {news['name']}: partitions {_olds['partitions']} -> {news['partitions']} refused: Kafka "
+                f"cannot decrease partitions, and kraftform never deletes and recreates a topic")))
+        return CheckResult({**news, "config": config}, failures)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        fields = ("partitions", "replication_factor", "config")
+        changed = [f for f in fields if olds.get(f) != news.get(f)]
+        replaces = ["name"] if olds.get("name") != news.get("name") else []
+        return DiffResult(changes=bool(changed or replaces), replaces=replaces, stables=[],
+                          delete_before_replace=True)
+
+    def _reconcile(self, props: dict[str, Any]) -> dict[str, Any]:
+        connection = connection_of(props)
+        topic = _topic(props)
+        state = observed(connection, fresh=True)
+        specs = _scoped(topic, state)
+        plan = live_plan(specs, state)
+        # `pulumi up` already showed the diff and asked; refused changes still stop it.
+        check_applicable(plan, specs, {}, ApplyOptions(allow_destructive=True))
+        Applier(connection, specs, state, {}, ApplyOptions(allow_destructive=True), lambda _m: None).run(plan)
+        after = live_plan(specs, observed(connection, fresh=True))
+        if not after.empty:
+            raise KraftformError(f"topic {topic.name} does not match after apply: {after.changes}")
+        return props
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult(props["name"], self._reconcile(props))
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(self._reconcile(news))
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        state = observed(connection_of(props), fresh=True)
+        current = state.topics.get(id_)
+        if current is None:
+            return ReadResult(None, {})  # gone: Pulumi will plan to create it again
+        return ReadResult(id_, {**props, "name": id_, "partitions": current.partitions,
+                                "replication_factor": current.replication_factor, "config": dict(current.config)})
+
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
+        connection = connection_of(props)
+        state = observed(connection, fresh=True)
+        if id_ not in state.topics:
+            return
+        plan = Plan.of([Change(Action.DELETE, Kind.TOPIC, id_, Safety.DESTRUCTIVE, "removed from the stack")])
+        specs = dataclasses.replace(_scoped(_topic(props), state), topics=())
+        Applier(connection, specs, state, {}, ApplyOptions(allow_destructive=True), lambda _m: None).run(plan)
+        _observations.pop(connection.bootstrap, None)
+
+
+class Topic(pulumi.dynamic.Resource):
+    """A topic in the stack; the connection (with its password) is kept as a secret."""
+
+    def __init__(self, name: str, topic: TopicSpec, connection: pulumi.Input[dict[str, Any]],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        props = {"connection": pulumi.Output.secret(connection), "name": topic.name, "partitions": topic.partitions,
+                 "replication_factor": topic.replication_factor, "config": dict(topic.config)}
+        super().__init__(TopicProvider(), name, props, pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(additional_secret_outputs=["connection"])))

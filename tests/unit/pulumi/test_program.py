@@ -1,0 +1,138 @@
+"""The stack's resource graph for the example specs, under Pulumi's mocks (no CLI, no engine)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import pulumi
+import pytest
+
+from kraftform.cluster.containers import docker_addressing
+from kraftform.cluster.render import make_secrets
+from kraftform.cluster.topology import topology
+from kraftform.pulumi.cluster import secrets_to_outputs
+from kraftform.spec.loader import load_specs
+
+from ...conftest import EXAMPLE_SPECS
+
+# How the Pulumi SDK marks a secret value on the wire.
+SECRET_SIG, SECRET_VALUE = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def pulumi_test(fn: F) -> F:
+    """pulumi.runtime.test, typed: runs the test and waits for the outputs it returns."""
+    return cast(F, pulumi.runtime.test(fn))  # type: ignore[no-untyped-call]
+
+
+class Mocks(pulumi.runtime.Mocks):
+    """Records every resource; the secrets resource answers as its provider would (real certificates)."""
+
+    def __init__(self) -> None:
+        self.resources: list[pulumi.runtime.MockResourceArgs] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        self.resources.append(args)
+        outputs = dict(args.inputs)
+        if args.name.endswith("-secrets"):
+            topo = topology(load_specs(EXAMPLE_SPECS).cluster)
+            outputs.update(secrets_to_outputs(make_secrets(topo, docker_addressing(topo))))
+        return f"{args.name}-id", outputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+
+@pytest.fixture(scope="module")
+def stack() -> tuple[Mocks, dict[str, Any]]:
+    mocks = Mocks()
+    pulumi.runtime.set_mocks(mocks, project="kraftform", stack="dev", preview=False)
+    from kraftform.pulumi.program import StackConfig, build
+
+    outputs = build(StackConfig(Path(EXAMPLE_SPECS), image="local"))
+    return mocks, outputs
+
+
+def resolved(output: Any) -> Any:
+    value: list[Any] = []
+    pulumi.Output.from_input(output).apply(value.append)
+    return value
+
+
+def of_type(mocks: Mocks, typ: str) -> list[pulumi.runtime.MockResourceArgs]:
+    return [r for r in mocks.resources if r.typ == typ]
+
+
+@pulumi_test
+def test_one_container_and_one_volume_per_node_on_one_network(stack: tuple[Mocks, dict[str, Any]]) -> Any:
+    mocks, outputs = stack
+
+    def check(_: Any) -> None:
+        containers = of_type(mocks, "docker:index/container:Container")
+        assert sorted(c.name for c in containers) == sorted(
+            [f"platform-controller-{i}" for i in range(3)] + [f"platform-broker-{i}" for i in range(3)])
+        assert len(of_type(mocks, "docker:index/volume:Volume")) == 6
+        assert len(of_type(mocks, "docker:index/network:Network")) == 1
+        brokers = [c for c in containers if "broker" in c.name]
+        assert sorted(p["external"] for c in brokers for p in c.inputs["ports"]) == [19092, 19093, 19094]
+        assert all(p["ip"] == "127.0.0.1" for c in brokers for p in c.inputs["ports"])
+        assert all(c.inputs["image"] == "kraftform/kafka:4.3.1" for c in containers)
+
+    return pulumi.Output.all(*outputs.values()).apply(check)
+
+
+@pulumi_test
+def test_every_listener_is_tls_and_the_files_come_from_the_container_specs(
+        stack: tuple[Mocks, dict[str, Any]]) -> Any:
+    mocks, outputs = stack
+
+    def check(_: Any) -> None:
+        for container in of_type(mocks, "docker:index/container:Container"):
+            wrapped = container.inputs["uploads"]  # a secret: the engine stores it encrypted
+            assert wrapped[SECRET_SIG] == SECRET_VALUE
+            uploads = {u["file"]: u for u in wrapped["value"]}
+            props = uploads["/etc/kraftform/server.properties"]["content"]
+            protocol_map = next(line for line in props.splitlines()
+                                if line.startswith("listener.security.protocol.map="))
+            assert "PLAINTEXT" not in protocol_map.replace("SASL_SSL", "")
+            assert uploads["/etc/kraftform/server.properties"]["owner"] == "1000"
+            assert uploads["/etc/kraftform/secrets.properties"]["permissions"] == "0600"
+
+    return pulumi.Output.all(*outputs.values()).apply(check)
+
+
+@pulumi_test
+def test_one_topic_resource_per_topic_and_the_outputs_users_need(
+        stack: tuple[Mocks, dict[str, Any]]) -> Any:
+    mocks, outputs = stack
+    specs = load_specs(EXAMPLE_SPECS)
+
+    def check(values: list[Any]) -> None:
+        names = {t.name for t in specs.topics}
+        topics = [r for r in of_type(mocks, "pulumi-python:dynamic:Resource") if r.name in names]
+        assert len(topics) == len(specs.topics) == 16
+        assert values[0] == "localhost:19092,localhost:19093,localhost:19094"
+        assert values[1].startswith("-----BEGIN CERTIFICATE-----")
+        assert set(values[2]) == set(specs.profiles)
+        assert values[2]["durability"]["producer"]["acks"] == "all"
+        assert len(of_type(mocks, "kraftform:index:Specs")) == 1
+        assert len(of_type(mocks, "kraftform:index:Consumers")) == 1
+
+    return pulumi.Output.all(outputs["bootstrapServers"], outputs["caCertificate"],
+                             outputs["clientConfigs"]).apply(check)
+
+
+@pulumi_test
+def test_secrets_stay_secret(stack: tuple[Mocks, dict[str, Any]]) -> Any:
+    _mocks, outputs = stack
+
+    def check(flags: list[bool]) -> None:
+        assert flags == [True, False]
+
+    return pulumi.Output.all(outputs["clientConfigs"].is_secret(),
+                             pulumi.Output.from_input(outputs["bootstrapServers"]).is_secret()).apply(
+        lambda v: check(list(v)))

@@ -14,11 +14,13 @@ import pulumi
 
 from kraftform.cluster.containers import LOCAL_IMAGE, OFFICIAL_IMAGE
 from kraftform.errors import KraftformError, SpecError
+from kraftform.kafka.credentials import read_secret
+from kraftform.plan.live import declared_principals
 from kraftform.pulumi.cluster import KafkaCluster
 from kraftform.pulumi.policy import SPECS_TYPE
-from kraftform.pulumi.providers import Topic
+from kraftform.pulumi.providers import Access, Topic, access_props
 from kraftform.spec.loader import load_specs
-from kraftform.spec.model import SpecSet
+from kraftform.spec.model import DEFAULT_ENTITY, SpecSet, UserSpec
 
 IMAGES = {"official": OFFICIAL_IMAGE, "local": LOCAL_IMAGE}
 
@@ -57,8 +59,25 @@ def load(specs_dir: Path) -> SpecSet:
         raise pulumi.RunError(str(exc)) from None
 
 
-def build(cfg: StackConfig) -> dict[str, Any]:
-    """Declare every resource; returns the stack outputs (also exported)."""
+def _password(user: UserSpec) -> pulumi.Output[str]:
+    """A user's password as a Pulumi secret: from `pulumi config set --secret`, the environment or a file."""
+    if user.password.source == "pulumi_config":
+        return pulumi.Config("kraftform").require_secret(user.password.name)
+    value = read_secret(user.password)
+    if value is None:
+        raise pulumi.RunError(f"{user.location}: user {user.name!r}: {user.password} holds no password")
+    return pulumi.Output.secret(value)
+
+
+@dataclass(frozen=True)
+class Stack:
+    outputs: dict[str, Any]
+    #: The Kafka resources (topics, access), for tests that wait until all are registered.
+    kafka_resources: list[pulumi.Resource]
+
+
+def build(cfg: StackConfig) -> Stack:
+    """Declare every resource; returns the stack outputs (also exported) and the Kafka resources."""
     specs = load(cfg.specs_dir)
     # Carries what the policy pack needs: the spec directory and the environment it is checked for.
     pulumi.ComponentResource(SPECS_TYPE, "specs", {"specsDir": str(cfg.specs_dir.resolve()), "env": cfg.env})
@@ -83,8 +102,18 @@ def build(cfg: StackConfig) -> dict[str, Any]:
         bootstrap = cfg.bootstrap
         ca = Path(cfg.ca_path).read_text() if cfg.ca_path and Path(cfg.ca_path).is_file() else ""
     topics = pulumi.ComponentResource("kraftform:index:Topics", "topics", {})
-    for t in specs.topics:
+    made: list[pulumi.Resource] = [
         Topic(t.name, t, connection, pulumi.ResourceOptions(parent=topics, depends_on=depends))
+        for t in specs.topics]
+    access = pulumi.ComponentResource("kraftform:index:Access", "access", {})
+    for principal in sorted(declared_principals(specs)):
+        user = next((u for u in specs.users if f"User:{u.name}" == principal), None)
+        password = None if user is None else _password(user)
+        made.append(Access(principal, access_props(principal, specs, password), connection,
+                           pulumi.ResourceOptions(parent=access, depends_on=depends)))
+    if any(q.entity.user in (None, DEFAULT_ENTITY) for q in specs.quotas):
+        made.append(Access("default-quotas", access_props(None, specs, None), connection,
+                           pulumi.ResourceOptions(parent=access, depends_on=depends)))
     # The streaming consumers' place: a later issue deploys them here.
     pulumi.ComponentResource("kraftform:index:Consumers", "consumers", {"declared": [c.name for c in specs.consumers]})
     def per_profile(values: list[Any]) -> dict[str, dict[str, dict[str, str]]]:
@@ -99,4 +128,4 @@ def build(cfg: StackConfig) -> dict[str, Any]:
                                "topics": sorted(t.name for t in specs.topics)}
     for key, value in outputs.items():
         pulumi.export(key, value)
-    return outputs
+    return Stack(outputs, made)

@@ -31,10 +31,22 @@ from kraftform.errors import KraftformError
 from kraftform.kafka.apply import Applier, ApplyOptions, check_applicable
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.observe import observe
+from kraftform.kafka.reconcile import apply_cluster, plan_cluster
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.plan.live import live_plan
 from kraftform.plan.state import ClusterState
-from kraftform.spec.model import ClusterSpec, SpecSet, TopicSpec
+from kraftform.spec.model import (
+    DEFAULT_ENTITY,
+    AclSpec,
+    ClusterSpec,
+    PrincipalSpec,
+    QuotaEntity,
+    QuotaSpec,
+    SecretRef,
+    SpecSet,
+    TopicSpec,
+    UserSpec,
+)
 from kraftform.topic_configs import normalize_topic_config
 from kraftform.versions import KAFKA_VERSION
 
@@ -157,3 +169,75 @@ class Topic(pulumi.dynamic.Resource):
                  "replication_factor": topic.replication_factor, "config": dict(topic.config)}
         super().__init__(TopicProvider(), name, props, pulumi.ResourceOptions.merge(
             opts, pulumi.ResourceOptions(additional_secret_outputs=["connection"])))
+
+
+def _access_specs(props: dict[str, Any], brokers: int) -> tuple[SpecSet, dict[str, str | None]]:
+    """One principal's SCRAM credential, ACL bindings and quotas as a spec set declaring only them."""
+    principal = props.get("principal")
+    user = props.get("user")
+    users: tuple[UserSpec, ...] = ()
+    found: dict[str, str | None] = {}
+    if user:
+        users = (UserSpec(user["name"], SecretRef("pulumi_config", user["name"]), user["mechanism"],
+                          int(user["iterations"])),)
+        found[user["name"]] = user["password"]
+    acls = tuple(AclSpec(a["principal"], a["resource_type"], a["resource_name"], a["pattern_type"],
+                         tuple(a["operations"]), a["permission"], a["host"]) for a in props.get("acls") or ())
+    quotas = tuple(QuotaSpec(QuotaEntity(q.get("user"), q.get("client_id")),
+                             {k: float(v) for k, v in q["values"].items()}) for q in props.get("quotas") or ())
+    principals = (PrincipalSpec(principal),) if principal else ()
+    return SpecSet(ClusterSpec("pulumi", max(1, brokers), KAFKA_VERSION), acls=acls, quotas=quotas, users=users,
+                   principals=principals), found
+
+
+class AccessProvider(ResourceProvider):
+    """Everything of one principal: its SCRAM credential, ACL bindings and quotas, planned and applied by
+    `kraftform apply`'s code scoped to that principal. Deleting the resource removes them all (the
+    principal stays declared for the planner, so it owns them); quotas of default entities, which belong
+    to no principal, are set by a resource without a principal and left in place when it goes."""
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = any(olds.get(k) != news.get(k) for k in ("user", "acls", "quotas"))
+        replaces = ["principal"] if olds.get("principal") != news.get("principal") else []
+        return DiffResult(changes=changed or bool(replaces), replaces=replaces, delete_before_replace=True)
+
+    def _reconcile(self, props: dict[str, Any]) -> None:
+        connection = connection_of(props)
+        specs, found = _access_specs(props, len(observed(connection).brokers))
+        live = plan_cluster(connection, specs, found)
+        apply_cluster(connection, specs, live, ApplyOptions(allow_destructive=True), lambda _m: None)
+        _observations.pop(connection.bootstrap, None)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        self._reconcile(props)
+        return CreateResult(props.get("principal") or "defaults", props)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        self._reconcile(news)
+        return UpdateResult(news)
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        self._reconcile({**props, "user": None, "acls": [], "quotas": []})
+
+
+def access_props(principal: str | None, specs: SpecSet, password: pulumi.Input[str] | None) -> dict[str, Any]:
+    """The inputs of one principal's `Access` resource, from the stack's specs."""
+    name = principal.removeprefix("User:") if principal else None
+    user = next((u for u in specs.users if u.name == name), None)
+    acls = [{"principal": a.principal, "resource_type": a.resource_type, "resource_name": a.resource_name,
+             "pattern_type": a.pattern_type, "operations": list(a.operations), "permission": a.permission,
+             "host": a.host} for a in specs.acls if a.principal == principal]
+    quotas = [{"user": q.entity.user, "client_id": q.entity.client_id, "values": dict(q.values)}
+              for q in specs.quotas
+              if (f"User:{q.entity.user}" == principal if principal else q.entity.user in (None, DEFAULT_ENTITY))]
+    return {"principal": principal, "acls": acls, "quotas": quotas,
+            "user": None if user is None else {"name": user.name, "mechanism": user.mechanism,
+                                               "iterations": user.iterations, "password": password}}
+
+
+class Access(pulumi.dynamic.Resource):
+    def __init__(self, name: str, props: dict[str, Any], connection: pulumi.Input[dict[str, Any]],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(AccessProvider(), name, {**props, "connection": pulumi.Output.secret(connection)},
+                         pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+                             additional_secret_outputs=["connection", "user"])))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -13,6 +14,7 @@ from kraftform.cluster.containers import docker_addressing
 from kraftform.cluster.render import make_secrets
 from kraftform.cluster.topology import topology
 from kraftform.pulumi.cluster import secrets_to_outputs
+from kraftform.spec.export import password_env
 from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS
@@ -48,13 +50,23 @@ class Mocks(pulumi.runtime.Mocks):
 
 
 @pytest.fixture(scope="module")
-def stack() -> tuple[Mocks, dict[str, Any]]:
+def stack() -> Iterator[tuple[Mocks, dict[str, Any]]]:
+    users = [u.name for u in load_specs(EXAMPLE_SPECS).users]
+    saved = dict(os.environ)
+    os.environ.update({password_env(name): f"secret-of-{name}" for name in users})
     mocks = Mocks()
     pulumi.runtime.set_mocks(mocks, project="kraftform", stack="dev", preview=False)
     from kraftform.pulumi.program import StackConfig, build
 
-    outputs = build(StackConfig(Path(EXAMPLE_SPECS), image="local"))
-    return mocks, outputs
+    try:
+        built = build(StackConfig(Path(EXAMPLE_SPECS), image="local"))
+        # Outputs that resolve only once every Kafka resource is registered with the (mock) engine.
+        registered = pulumi.Output.all(*[r.urn for r in built.kafka_resources])
+        yield mocks, {k: pulumi.Output.all(v, registered).apply(lambda pair: pair[0])
+                      for k, v in built.outputs.items()}
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def resolved(output: Any) -> Any:
@@ -136,3 +148,24 @@ def test_secrets_stay_secret(stack: tuple[Mocks, dict[str, Any]]) -> Any:
     return pulumi.Output.all(outputs["clientConfigs"].is_secret(),
                              pulumi.Output.from_input(outputs["bootstrapServers"]).is_secret()).apply(
         lambda v: check(list(v)))
+
+
+@pulumi_test
+def test_one_access_resource_per_principal_with_its_password_secret(stack: tuple[Mocks, dict[str, Any]]) -> Any:
+    mocks, outputs = stack
+    specs = load_specs(EXAMPLE_SPECS)
+
+    def check(_: Any) -> None:
+        access = {r.name: r for r in of_type(mocks, "pulumi-python:dynamic:Resource")
+                  if r.name.startswith("User:") or r.name == "default-quotas"}
+        assert sorted(access) == sorted([f"User:{u.name}" for u in specs.users]
+                                        + ["User:CN=legacy-billing,OU=apps,O=example", "default-quotas"])
+        orders = access["User:orders-service"].inputs
+        assert {o for a in orders["acls"] for o in a["operations"]} == {"read", "write", "describe"}
+        assert [q["values"] for q in orders["quotas"]] == [
+            {"producer_byte_rate": 10e6, "consumer_byte_rate": 20e6, "controller_mutation_rate": 5.0}]
+        user = orders["user"]  # a secret as a whole, because the password inside it is
+        assert user[SECRET_SIG] == SECRET_VALUE and user["value"]["name"] == "orders-service"
+        assert access["default-quotas"].inputs["quotas"][0]["user"] == "<default>"
+
+    return pulumi.Output.all(*outputs.values()).apply(check)

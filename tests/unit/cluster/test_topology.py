@@ -25,3 +25,14 @@ def test_combined_mode_first_nodes_vote() -> None:
     assert [(n.name, n.roles) for n in topo.nodes] == [
         ("c-node-0", ("broker", "controller")), ("c-node-1", ("broker",)), ("c-node-2", ("broker",))]
     assert len(topo.controllers) == 1 and len(topo.brokers) == 3
+
+
+def test_heaps_come_from_the_spec_and_reach_the_jvm_options() -> None:
+    from kraftform.cluster.config import NodePaths
+    from kraftform.cluster.render import java_options
+
+    spec = ClusterSpec("heaps", 1, "4.3.1", controllers=1, broker_heap_bytes=1024 * 1024 * 1024,
+                       controller_heap_bytes=256 * 1024 * 1024)
+    options = {n.name: java_options(n, NodePaths("/c", "/d")) for n in topology(spec).nodes}
+    assert "-Xmx1024m" in options["heaps-broker-0"] and "-Xms1024m" in options["heaps-broker-0"]
+    assert "-Xmx256m" in options["heaps-controller-0"]

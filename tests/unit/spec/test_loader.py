@@ -96,3 +96,15 @@ def test_integer_and_string_config_values_are_the_same(specs_copy: SpecsCopy) ->
     edit(b / "topics" / "orders.yaml", "retention.ms: 3d", 'retention.ms: "259200000"')
     assert load_specs(a).topic("orders.inventory.reservations.v1") == \
         load_specs(b).topic("orders.inventory.reservations.v1")
+
+
+def test_heaps_and_conventions_are_read_with_units(specs_copy: SpecsCopy) -> None:
+    specs = specs_copy()
+    edit(specs / "cluster.yaml", "  storage_per_broker: 4TiB\n",
+         "  storage_per_broker: 4TiB\n  resources: {broker_heap: 2GiB, controller_heap: 256MiB}\n")
+    cluster = load_specs(specs).cluster
+    assert (cluster.broker_heap_bytes, cluster.controller_heap_bytes) == (2 * 1024**3, 256 * 1024**2)
+    assert (cluster.conventions.min_retention_ms, cluster.conventions.max_retention_ms) == (3_600_000, 7_776_000_000)
+    edit(specs / "cluster.yaml", "topic_name: '", "topic_name: '(unclosed")
+    with pytest.raises(SpecError, match=r"conventions\.topic_name: not a regular expression"):
+        load_specs(specs)

@@ -10,8 +10,10 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 
 from kraftform.kafka.connect import read_connection
+from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
-from kraftform.pulumi.providers import TopicProvider
+from kraftform.pulumi.providers import AccessProvider, TopicProvider
+from kraftform.spec.model import QuotaEntity, SecretRef, UserSpec
 
 from ..conftest import LiveCluster, unique
 
@@ -72,3 +74,39 @@ def test_a_bad_config_key_fails_the_check_with_the_property(local_cluster: LiveC
                                         "partitions": 1, "replication_factor": 3, "config": {"retention.mss": 1}})
     assert [f.property for f in result.failures] == ["config.retention.mss"]
     assert "retention.ms" in result.failures[0].reason  # the suggestion
+
+
+def test_access_provider_manages_a_principals_user_acls_and_quotas(local_cluster: LiveCluster) -> None:
+    provider = dill.loads(base64.b64decode(serialize_provider(AccessProvider())))
+    connection = read_connection(local_cluster.state_dir / "admin.properties")
+    name = unique("app").replace(".", "-")
+    principal = f"User:{name}"
+    acl = {"principal": principal, "resource_type": "topic", "resource_name": f"{name}.", "pattern_type": "prefixed",
+           "operations": ["read", "describe"], "permission": "allow", "host": "*"}
+    props: dict[str, Any] = {
+        "connection": connection_props(local_cluster), "principal": principal, "acls": [acl],
+        "quotas": [{"user": name, "client_id": None, "values": {"producer_byte_rate": 1e6}}],
+        "user": {"name": name, "mechanism": "SCRAM-SHA-512", "iterations": 8192, "password": "first"}}
+
+    assert provider.create(props).id == principal
+    state = observe(connection).state
+    assert name in state.users
+    assert {b.operation for b in state.acls if b.principal == principal} == {"read", "describe"}
+    assert state.quotas[QuotaEntity(user=name)] == {"producer_byte_rate": 1e6}
+    user = UserSpec(name, SecretRef("env", "unused"))
+    assert logs_in(connection, user, "first")
+
+    changed = {**props, "acls": [{**acl, "operations": ["read"]}],
+               "quotas": [{"user": name, "client_id": None, "values": {"producer_byte_rate": 2e6}}],
+               "user": {**props["user"], "password": "second"}}
+    assert provider.diff(principal, props, changed).changes
+    provider.update(principal, props, changed)
+    state = observe(connection).state
+    assert {b.operation for b in state.acls if b.principal == principal} == {"read"}
+    assert state.quotas[QuotaEntity(user=name)] == {"producer_byte_rate": 2e6}
+    assert logs_in(connection, user, "second") and not logs_in(connection, user, "first")
+
+    provider.delete(principal, changed)
+    state = observe(connection).state
+    assert name not in state.users and QuotaEntity(user=name) not in state.quotas
+    assert not any(b.principal == principal for b in state.acls)

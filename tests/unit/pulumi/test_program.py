@@ -9,6 +9,7 @@ from typing import Any, TypeVar, cast
 
 import pulumi
 import pytest
+from pulumi.runtime.mocks import MockMonitor
 
 from kraftform.cluster.containers import docker_addressing
 from kraftform.cluster.render import make_secrets
@@ -49,13 +50,30 @@ class Mocks(pulumi.runtime.Mocks):
         return {}, None
 
 
+class RecordingMonitor(MockMonitor):
+    """The mock engine, also keeping each resource's declared dependencies (URNs), which mocks do not see."""
+
+    def __init__(self, mocks: Mocks) -> None:
+        super().__init__(mocks)
+        self.dependencies: dict[str, list[str]] = {}
+
+    def RegisterResource(self, request: Any) -> Any:
+        self.dependencies[request.name] = list(request.dependencies)
+        return super().RegisterResource(request)  # type: ignore[no-untyped-call]
+
+
+MONITOR: RecordingMonitor | None = None
+
+
 @pytest.fixture(scope="module")
 def stack() -> Iterator[tuple[Mocks, dict[str, Any]]]:
     users = [u.name for u in load_specs(EXAMPLE_SPECS).users]
     saved = dict(os.environ)
     os.environ.update({password_env(name): f"secret-of-{name}" for name in users})
+    global MONITOR
     mocks = Mocks()
-    pulumi.runtime.set_mocks(mocks, project="kraftform", stack="dev", preview=False)
+    MONITOR = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project="kraftform", stack="dev", preview=False, monitor=MONITOR)
     from kraftform.pulumi.program import StackConfig, build
 
     try:
@@ -167,5 +185,23 @@ def test_one_access_resource_per_principal_with_its_password_secret(stack: tuple
         user = orders["user"]  # a secret as a whole, because the password inside it is
         assert user[SECRET_SIG] == SECRET_VALUE and user["value"]["name"] == "orders-service"
         assert access["default-quotas"].inputs["quotas"][0]["user"] == "<default>"
+
+    return pulumi.Output.all(*outputs.values()).apply(check)
+
+
+@pulumi_test
+def test_kafka_resources_wait_for_every_container(stack: tuple[Mocks, dict[str, Any]]) -> Any:
+    mocks, outputs = stack
+
+    def check(_: Any) -> None:
+        assert MONITOR is not None
+        containers = {c.name for c in of_type(mocks, "docker:index/container:Container")}
+        kafka = [r.name for r in of_type(mocks, "pulumi-python:dynamic:Resource") if not r.name.endswith("-secrets")]
+        assert len(kafka) == 16 + 7
+        for name in kafka:
+            waits_for = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies[name]}
+            assert containers <= waits_for, name
+        # Containers wait for their volumes; the volumes are their own resources, kept on replacement.
+        assert any(urn.endswith("platform-broker-0-data") for urn in MONITOR.dependencies["platform-broker-0"])
 
     return pulumi.Output.all(*outputs.values()).apply(check)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from kraftform.spec.model import ClusterSpec
+from kraftform.spec.model import DEFAULT_CONTROLLER_HEAP, ClusterSpec
 
 CONTROLLER_ID_BASE = 1000
 
@@ -31,7 +31,7 @@ class Node:
     #: Index among brokers (for the external listener's port); None for controller-only nodes.
     broker_index: int | None = None
     #: JVM heap; brokers need more as partitions grow (about 384 MiB per few thousand replicas).
-    heap_bytes: int = 160 * 1024 * 1024
+    heap_bytes: int = DEFAULT_CONTROLLER_HEAP
 
     @property
     def is_broker(self) -> bool:

@@ -26,6 +26,9 @@ class NodeRecord:
     roles: list[str]
     #: The process id (local runtime) or container name (Docker runtime).
     handle: str = ""
+    #: JVM heap, so a node restarted on its own gets the heap the spec gave it (None: written before heaps
+    #: were recorded; the defaults apply).
+    heap_bytes: int | None = None
 
 
 @dataclass

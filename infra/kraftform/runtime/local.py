@@ -15,15 +15,16 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import cast
 
 from kraftform.cluster.config import Addressing, NodePaths
 from kraftform.cluster.render import TOOL_JAVA_OPTIONS, RenderedNode, java_options, make_secrets, render_cluster
-from kraftform.cluster.topology import CLIENT_PORT, Node, Topology, topology
+from kraftform.cluster.topology import CLIENT_PORT, Node, Role, Topology, topology
 from kraftform.errors import KraftformError
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.artifacts import ensure_kafka
 from kraftform.runtime.health import ClusterHealth, wait_healthy
-from kraftform.spec.model import ClusterSpec
+from kraftform.spec.model import DEFAULT_BROKER_HEAP, DEFAULT_CONTROLLER_HEAP, ClusterSpec
 
 FORMAT_TIMEOUT = 120
 
@@ -124,7 +125,8 @@ class LocalRuntime:
             dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
                                    cluster.security.sasl_mechanism, secrets.ca.cert_pem)
             deployment = dep.Deployment(self.name, cluster.name, bootstrap, cluster.brokers, cluster.kafka_version,
-                                        [dep.NodeRecord(r.node.name, r.node.node_id, list(r.node.roles))
+                                        [dep.NodeRecord(r.node.name, r.node.node_id, list(r.node.roles),
+                                                        heap_bytes=r.node.heap_bytes)
                                          for r in rendered], {"kafka_home": str(home)})
             for r, record in zip(rendered, deployment.nodes, strict=True):
                 record.handle = str(self._start(home, r.node))
@@ -153,7 +155,9 @@ class LocalRuntime:
         deployment = dep.load(self.state_dir)
         record = deployment.node(name)
         if not self._alive(record):
-            node = Node(record.node_id, name, tuple(record.roles))  # type: ignore[arg-type]
+            roles = cast(tuple[Role, ...], tuple(record.roles))
+            heap = record.heap_bytes or (DEFAULT_BROKER_HEAP if "broker" in roles else DEFAULT_CONTROLLER_HEAP)
+            node = Node(record.node_id, name, roles, heap_bytes=heap)
             record.handle = str(self._start(Path(deployment.extra["kafka_home"]), node))
             dep.save(self.state_dir, deployment)
 

@@ -14,6 +14,9 @@ from typing import Literal
 from kraftform.errors import Location
 
 NOWHERE = Location("<builtin>")
+#: JVM heaps of the nodes kraftform runs, unless `cluster.resources` says otherwise.
+DEFAULT_BROKER_HEAP = 384 * 1024 * 1024
+DEFAULT_CONTROLLER_HEAP = 160 * 1024 * 1024
 DEFAULT_ENTITY = "<default>"
 
 Settings = Mapping[str, str]
@@ -101,8 +104,8 @@ class ClusterSpec:
     controllers: int = 3
     racks: tuple[str, ...] = ()
     storage_per_broker_bytes: int | None = None
-    broker_heap_bytes: int = 384 * 1024 * 1024
-    controller_heap_bytes: int = 160 * 1024 * 1024
+    broker_heap_bytes: int = DEFAULT_BROKER_HEAP
+    controller_heap_bytes: int = DEFAULT_CONTROLLER_HEAP
     defaults: ClusterDefaults = ClusterDefaults()
     security: Security = Security()
     managed_scope: ManagedScope = ManagedScope()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
@@ -27,3 +28,13 @@ def test_client_files_holding_the_password_are_private(tmp_path: Path) -> None:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600 and "pw-123" in path.read_text()
     assert dep.admin_config(tmp_path / "s")["sasl.password"] == "pw-123"
     assert auth.ca_path == str((tmp_path / "s" / "ca.pem").resolve())
+
+
+def test_node_heaps_survive_a_round_trip_and_old_state_files_still_load(tmp_path: Path) -> None:
+    record = dep.NodeRecord("c-broker-0", 1, ["broker"], "123", heap_bytes=768 * 1024 * 1024)
+    dep.save(tmp_path, dep.Deployment("local", "c", "127.0.0.1:9092", 1, "4.3.1", [record]))
+    assert dep.load(tmp_path).node("c-broker-0").heap_bytes == 768 * 1024 * 1024
+    state = json.loads((tmp_path / dep.STATE_FILE).read_text())
+    del state["nodes"][0]["heap_bytes"]  # as written before heaps were recorded
+    (tmp_path / dep.STATE_FILE).write_text(json.dumps(state))
+    assert dep.load(tmp_path).node("c-broker-0").heap_bytes is None

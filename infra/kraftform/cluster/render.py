@@ -7,6 +7,7 @@ paths and addresses differ between them, and those are inputs here.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import secrets as pysecrets
 import uuid
 from collections.abc import Mapping
@@ -50,15 +51,25 @@ class ClusterSecrets:
     controller_password: str = field(repr=False)
 
 
-def make_secrets(topo: Topology, addr: Addressing, admin_password: str | None = None) -> ClusterSecrets:
-    """A CA and node certificates naming every address the node is reached at; fresh passwords."""
-    ca = make_ca(topo.cluster.name)
+def make_secrets(topo: Topology, addr: Addressing, admin_password: str | None = None,
+                 keep: ClusterSecrets | None = None) -> ClusterSecrets:
+    """A CA and node certificates naming every address the node is reached at; fresh passwords.
+
+    With `keep`, the secrets of this cluster before its node set changed, everything stays (the CA, the
+    cluster id, the passwords the metadata log was formatted with, existing nodes' keys) and only new nodes
+    get keys, signed by the same CA: a grown cluster is the same cluster."""
+    ca = keep.ca if keep else make_ca(topo.cluster.name)
     keys = {}
     for node in topo.nodes:
+        if keep and node.name in keep.node_keys:
+            keys[node.name] = keep.node_keys[node.name]
+            continue
         host = addr.advertised[node.name]
         hosts = [node.name, host, "localhost"]
         ips = ["127.0.0.1"] + ([host] if _is_ip(host) else [])
         keys[node.name] = issue(ca, node.name, [h for h in hosts if not _is_ip(h)], ips)
+    if keep:
+        return dataclasses.replace(keep, node_keys=keys)
     return ClusterSecrets(new_cluster_id(), ca, keys, admin_password or new_password(), new_password(),
                           new_password())
 

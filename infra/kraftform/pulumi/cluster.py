@@ -9,15 +9,15 @@ the data.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 import pulumi
 import pulumi_docker as docker
-from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ResourceProvider, UpdateResult
 
 from kraftform.cluster.certificates import KeyPair
-from kraftform.cluster.containers import DATA_DIR, ContainerSpec, container_specs, docker_addressing, volume_name
+from kraftform.cluster.containers import ContainerSpec, container_specs, docker_addressing
 from kraftform.cluster.render import ClusterSecrets, make_secrets
 from kraftform.cluster.topology import Topology, topology
 from kraftform.spec.model import ClusterSpec
@@ -45,28 +45,54 @@ def _spec_of(props: dict[str, Any]) -> ClusterSpec:
 
 
 class ClusterSecretsProvider(ResourceProvider):
-    """Makes the CA, node certificates and passwords on create; any change of the node set re-keys."""
+    """Makes the CA, node certificates and passwords on create and keeps them for the cluster's life.
+
+    A changed node set is an update: new nodes get keys from the same CA, the rest stays, since the
+    metadata log was formatted with these passwords and the data volumes carry this cluster id. A new
+    cluster name or mode is another cluster (replaced). Pulumi hands `diff` and `update` the old
+    *outputs*, so the inputs compared must come back unchanged among them: the admin password asked for
+    is kept as `requested_admin_password`, apart from the `admin_password` in use."""
+
+    INPUTS = ("name", "brokers", "controllers", "mode", "kafka_version", "requested_admin_password")
+    IDENTITY = ("name", "mode")
+
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        key = "requested_admin_password"
+        if olds and olds.get(key) != news.get(key):
+            return CheckResult(news, [CheckFailure("adminPassword", (
+                "kraftform:adminPassword cannot change once the cluster exists: its SCRAM credential was "
+                "written when the cluster was formatted. Set the previous value back, or destroy the stack "
+                "for a new cluster"))])
+        return CheckResult(news, [])
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         topo = topology(_spec_of(props))
-        made = make_secrets(topo, docker_addressing(topo), props.get("admin_password") or None)
+        made = make_secrets(topo, docker_addressing(topo), props.get("requested_admin_password") or None)
         return CreateResult(props["name"], {**props, **secrets_to_outputs(made)})
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        keys = ("name", "brokers", "controllers", "mode", "kafka_version", "admin_password")
-        changed = [k for k in keys if olds.get(k) != news.get(k)]
-        return DiffResult(changes=bool(changed), replaces=changed)
+        changed = [k for k in self.INPUTS if olds.get(k) != news.get(k)]
+        return DiffResult(changes=bool(changed), replaces=[k for k in changed if k in self.IDENTITY])
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        topo = topology(_spec_of(news))
+        kept = make_secrets(topo, docker_addressing(topo), keep=secrets_from_outputs(olds))
+        return UpdateResult({**news, **secrets_to_outputs(kept)})
+
+
+def secrets_inputs(spec: ClusterSpec, admin_password: pulumi.Input[str] | None) -> dict[str, Any]:
+    """The secrets resource's inputs; the outputs it makes are declared too (as None) so they can be read."""
+    return {"name": spec.name, "brokers": spec.brokers, "controllers": spec.controllers, "mode": spec.mode,
+            "kafka_version": spec.kafka_version, "requested_admin_password": admin_password or "",
+            **dict.fromkeys(["ca_cert", *SECRET_OUTPUTS])}
 
 
 class ClusterSecretsResource(pulumi.dynamic.Resource):
     def __init__(self, name: str, spec: ClusterSpec, admin_password: pulumi.Input[str] | None,
                  opts: pulumi.ResourceOptions) -> None:
-        props = {"name": spec.name, "brokers": spec.brokers, "controllers": spec.controllers, "mode": spec.mode,
-                 "kafka_version": spec.kafka_version, "admin_password": admin_password or "",
-                 **dict.fromkeys(["ca_cert", *SECRET_OUTPUTS])}
-        super().__init__(ClusterSecretsProvider(), name, props,
+        super().__init__(ClusterSecretsProvider(), name, secrets_inputs(spec, admin_password),
                          pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
-                             additional_secret_outputs=[*SECRET_OUTPUTS, "admin_password"])))
+                             additional_secret_outputs=[*SECRET_OUTPUTS, "requested_admin_password"])))
 
 
 def _uploads(spec: ContainerSpec) -> list[docker.ContainerUploadArgs]:
@@ -75,10 +101,15 @@ def _uploads(spec: ContainerSpec) -> list[docker.ContainerUploadArgs]:
                                        group=owner) for f in spec.files]
 
 
-def _pick(specs: pulumi.Output[tuple[ContainerSpec, ...]], index: int,
-          field: Callable[[ContainerSpec], T]) -> pulumi.Output[T]:
-    """One field of one node's container spec, once the secrets it is rendered from are known."""
-    return specs.apply(lambda all_specs: field(all_specs[index]))
+def _healthcheck(spec: ContainerSpec) -> docker.ContainerHealthcheckArgs | None:
+    check = spec.healthcheck
+    return None if check is None else docker.ContainerHealthcheckArgs(
+        tests=list(check.test), interval=f"{check.interval_s}s", timeout=f"{check.timeout_s}s",
+        retries=check.retries, start_period=f"{check.start_period_s}s")
+
+
+def _labels(labels: Mapping[str, str]) -> list[docker.ContainerLabelArgs]:
+    return [docker.ContainerLabelArgs(label=k, value=v) for k, v in labels.items()]
 
 
 class KafkaCluster(pulumi.ComponentResource):
@@ -96,31 +127,43 @@ class KafkaCluster(pulumi.ComponentResource):
         self.secrets = ClusterSecretsResource(f"{name}-secrets", spec, admin_password, child)
         outputs = pulumi.Output.all(*(getattr(self.secrets, k) for k in ["ca_cert", *SECRET_OUTPUTS]))
         keys = ["ca_cert", *SECRET_OUTPUTS]
-        specs = outputs.apply(lambda values: container_specs(
-            topo, secrets_from_outputs(dict(zip(keys, values, strict=True))), image))
+        # Rendered from secrets, so Pulumi would mark every field secret; only the uploaded files are (they hold
+        # the keys and passwords, and are made secret below). Names, ports and the command stay readable.
+        specs = pulumi.Output.unsecret(outputs.apply(lambda values: container_specs(
+            topo, secrets_from_outputs(dict(zip(keys, values, strict=True))), image)))
         addressing = docker_addressing(topo)
-        self.network = docker.Network(f"{name}-network", name=f"kraftform-{spec.name}",
+        self.network = docker.Network(f"{name}-network", name=specs.apply(lambda all_specs: all_specs[0].network),
                                       labels=[docker.NetworkLabelArgs(label="dev.kraftform.cluster", value=spec.name)],
                                       opts=child)
+        # The container takes the image's ID, not its name: the provider reads the ID back from Docker, so a
+        # name would differ from the state on every run and replace every container. keep_locally: a
+        # `pulumi destroy` leaves the image (the local one cannot be pulled again).
+        self.image = docker.RemoteImage(f"{name}-image", name=image, keep_locally=True, opts=child)
         self.volumes: list[docker.Volume] = []
         self.containers: list[docker.Container] = []
         ports: list[int] = []
         for index, node in enumerate(topo.nodes):
-            volume = docker.Volume(f"{name}-{node.name}-data", name=volume_name(node.name), opts=child)
+            def pick(field: Callable[[ContainerSpec], T], index: int = index) -> pulumi.Output[T]:
+                """One field of this node's container spec, once the secrets it is rendered from are known."""
+                return specs.apply(lambda all_specs: field(all_specs[index]))
+
+            volume = docker.Volume(f"{name}-{node.name}-data", name=pick(lambda c: c.volume), opts=child)
             port = addressing.external_port(topo, node)
             ports += [port] if port is not None else []
             container = docker.Container(
-                node.name, name=node.name, hostname=node.name, image=image,
-                command=_pick(specs, index, lambda c: list(c.command)),
-                user=_pick(specs, index, lambda c: c.user),
-                uploads=pulumi.Output.secret(cast(Any, _pick(specs, index, _uploads))),  # stubs: Never
-                networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=self.network.name, aliases=[node.name])],
-                volumes=[docker.ContainerVolumeArgs(volume_name=volume.name, container_path=DATA_DIR)],
-                ports=[docker.ContainerPortArgs(internal=port, external=port, ip="127.0.0.1")] if port else [],
-                labels=[docker.ContainerLabelArgs(label=k, value=v) for k, v in {
-                    "dev.kraftform.cluster": spec.name, "dev.kraftform.node": node.name,
-                    "dev.kraftform.roles": ",".join(node.roles)}.items()],
-                restart="unless-stopped", must_run=True,
+                node.name, name=pick(lambda c: c.name), hostname=pick(lambda c: c.hostname),
+                image=self.image.image_id, command=pick(lambda c: list(c.command)), user=pick(lambda c: c.user),
+                uploads=pulumi.Output.secret(cast(Any, pick(_uploads))),  # stubs: Never
+                networks_advanced=[docker.ContainerNetworksAdvancedArgs(
+                    name=self.network.name, aliases=pick(lambda c: list(c.aliases)))],
+                volumes=[docker.ContainerVolumeArgs(volume_name=volume.name,
+                                                    container_path=pick(lambda c: c.volume_path))],
+                ports=pick(lambda c: [docker.ContainerPortArgs(internal=p.container_port, external=p.host_port,
+                                                               ip=p.host_ip) for p in c.ports]),
+                labels=pick(lambda c: _labels(c.labels)), healthcheck=cast(Any, pick(_healthcheck)),
+                # Created only once healthy, so the topics and users that depend on the containers find a
+                # listening cluster.
+                wait=True, wait_timeout=180, restart="unless-stopped", must_run=True,
                 # The name is fixed, so the old container must go before its replacement starts;
                 # the volume, a resource of its own, stays.
                 opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=[volume]))

@@ -37,16 +37,30 @@ class StackConfig:
     username: str | None = None
     password: pulumi.Input[str] | None = field(default=None, repr=False)
     ca_path: str | None = None
+    #: Pulumi `protect` on topics and principals: removing one from the specs then fails instead of
+    #: deleting its data or credential. Default: on in prod, off in dev (throw-away clusters).
+    protect: bool | None = None
+
+    @property
+    def protects(self) -> bool:
+        return self.env == "prod" if self.protect is None else self.protect
 
     @classmethod
-    def from_pulumi(cls, default_specs: Path) -> StackConfig:
+    def from_pulumi(cls, project_dir: Path) -> StackConfig:
+        """The stack's `kraftform:*` settings; relative paths are taken from the project (where Pulumi.yaml is),
+        whatever directory Pulumi runs the program in."""
         c = pulumi.Config("kraftform")
         mode = c.get("mode") or "docker"
         if mode not in ("docker", "external"):
             raise pulumi.RunError(f"kraftform:mode must be docker or external, got {mode!r}")
-        return cls(Path(c.get("specsDir") or default_specs), mode, c.get("env") or "dev",  # type: ignore[arg-type]
+        env = c.get("env") or "dev"
+        if env not in ("dev", "prod"):
+            raise pulumi.RunError(f"kraftform:env must be dev or prod, got {env!r}")
+        ca_path = c.get("caPath")
+        return cls(project_dir / (c.get("specsDir") or "specs"), mode, env,  # type: ignore[arg-type]
                    c.get("image") or "official", c.get_secret("adminPassword"), c.get("bootstrapServers"),
-                   c.get("username"), c.get_secret("password"), c.get("caPath"))
+                   c.get("username"), c.get_secret("password"), str(project_dir / ca_path) if ca_path else None,
+                   c.get_bool("protect"))
 
 
 def load(specs_dir: Path) -> SpecSet:
@@ -100,22 +114,25 @@ def build(cfg: StackConfig) -> Stack:
             "bootstrap": cfg.bootstrap, "protocol": "SASL_SSL", "mechanism": security.sasl_mechanism,
             "username": cfg.username, "password": v[0], "ca_path": cfg.ca_path})
         bootstrap = cfg.bootstrap
-        ca = Path(cfg.ca_path).read_text() if cfg.ca_path and Path(cfg.ca_path).is_file() else ""
+        if cfg.ca_path and not Path(cfg.ca_path).is_file():
+            raise pulumi.RunError(f"kraftform:caPath: {cfg.ca_path} is not a file (the PEM CA of the cluster)")
+        ca = Path(cfg.ca_path).read_text() if cfg.ca_path else ""
+
+    def under(parent: pulumi.Resource) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=parent, depends_on=depends, protect=cfg.protects)
+
     topics = pulumi.ComponentResource("kraftform:index:Topics", "topics", {})
-    made: list[pulumi.Resource] = [
-        Topic(t.name, t, connection, pulumi.ResourceOptions(parent=topics, depends_on=depends))
-        for t in specs.topics]
+    made: list[pulumi.Resource] = [Topic(t.name, t, connection, under(topics)) for t in specs.topics]
     access = pulumi.ComponentResource("kraftform:index:Access", "access", {})
     for principal in sorted(declared_principals(specs)):
         user = next((u for u in specs.users if f"User:{u.name}" == principal), None)
         password = None if user is None else _password(user)
-        made.append(Access(principal, access_props(principal, specs, password), connection,
-                           pulumi.ResourceOptions(parent=access, depends_on=depends)))
+        made.append(Access(principal, access_props(principal, specs, password), connection, under(access)))
     if any(q.entity.user in (None, DEFAULT_ENTITY) for q in specs.quotas):
-        made.append(Access("default-quotas", access_props(None, specs, None), connection,
-                           pulumi.ResourceOptions(parent=access, depends_on=depends)))
+        made.append(Access("default-quotas", access_props(None, specs, None), connection, under(access)))
     # The streaming consumers' place: a later issue deploys them here.
     pulumi.ComponentResource("kraftform:index:Consumers", "consumers", {"declared": [c.name for c in specs.consumers]})
+
     def per_profile(values: list[Any]) -> dict[str, dict[str, dict[str, str]]]:
         """Each profile's producer and consumer settings with the connection (users add their own login)."""
         base = {"bootstrap.servers": values[0]["bootstrap"], "security.protocol": "SASL_SSL",

@@ -25,6 +25,7 @@ from kraftform.cluster.containers import (
     CONTAINER_UID,
     LOCAL_IMAGE,
     ContainerSpec,
+    Healthcheck,
     container_specs,
     docker_addressing,
     volume_name,
@@ -42,6 +43,14 @@ def with_external_listener(cluster: ClusterSpec) -> ClusterSpec:
     """The host reaches containerised brokers only through published ports: the external listener is on."""
     listener = dataclasses.replace(cluster.security.external_listener, enabled=True)
     return dataclasses.replace(cluster, security=dataclasses.replace(cluster.security, external_listener=listener))
+
+
+def _healthcheck(check: Healthcheck | None) -> dict[str, object] | None:
+    """The Engine API's form: durations in nanoseconds."""
+    if check is None:
+        return None
+    return {"test": list(check.test), "interval": check.interval_s * 10**9, "timeout": check.timeout_s * 10**9,
+            "retries": check.retries, "start_period": check.start_period_s * 10**9}
 
 
 def files_tar(spec: ContainerSpec) -> bytes:
@@ -94,8 +103,7 @@ class DockerRuntime:
         response = client.api.create_container(
             spec.image, command=list(spec.command), name=spec.name, hostname=spec.hostname, user=spec.user,
             labels=dict(spec.labels), ports=[p.container_port for p in spec.ports],
-            healthcheck={"test": list(spec.healthcheck), "interval": 2_000_000_000, "timeout": 2_000_000_000,
-                         "retries": 30, "start_period": 5_000_000_000},
+            healthcheck=_healthcheck(spec.healthcheck),
             host_config=client.api.create_host_config(
                 binds={spec.volume: {"bind": spec.volume_path, "mode": "rw"}},
                 port_bindings={p.container_port: (p.host_ip, p.host_port) for p in spec.ports},

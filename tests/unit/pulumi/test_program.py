@@ -3,64 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any
 
 import pulumi
 import pytest
-from pulumi.runtime.mocks import MockMonitor
 
-from kraftform.cluster.containers import docker_addressing
-from kraftform.cluster.render import make_secrets
-from kraftform.cluster.topology import topology
-from kraftform.pulumi.cluster import secrets_to_outputs
 from kraftform.spec.export import password_env
 from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS
-
-# How the Pulumi SDK marks a secret value on the wire.
-SECRET_SIG, SECRET_VALUE = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def pulumi_test(fn: F) -> F:
-    """pulumi.runtime.test, typed: runs the test and waits for the outputs it returns."""
-    return cast(F, pulumi.runtime.test(fn))  # type: ignore[no-untyped-call]
-
-
-class Mocks(pulumi.runtime.Mocks):
-    """Records every resource; the secrets resource answers as its provider would (real certificates)."""
-
-    def __init__(self) -> None:
-        self.resources: list[pulumi.runtime.MockResourceArgs] = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        self.resources.append(args)
-        outputs = dict(args.inputs)
-        if args.name.endswith("-secrets"):
-            topo = topology(load_specs(EXAMPLE_SPECS).cluster)
-            outputs.update(secrets_to_outputs(make_secrets(topo, docker_addressing(topo))))
-        return f"{args.name}-id", outputs
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
-
-
-class RecordingMonitor(MockMonitor):
-    """The mock engine, also keeping each resource's declared dependencies (URNs), which mocks do not see."""
-
-    def __init__(self, mocks: Mocks) -> None:
-        super().__init__(mocks)
-        self.dependencies: dict[str, list[str]] = {}
-
-    def RegisterResource(self, request: Any) -> Any:
-        self.dependencies[request.name] = list(request.dependencies)
-        return super().RegisterResource(request)  # type: ignore[no-untyped-call]
-
+from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, pulumi_test, registered, start
 
 MONITOR: RecordingMonitor | None = None
 
@@ -71,30 +25,15 @@ def stack() -> Iterator[tuple[Mocks, dict[str, Any]]]:
     saved = dict(os.environ)
     os.environ.update({password_env(name): f"secret-of-{name}" for name in users})
     global MONITOR
-    mocks = Mocks()
-    MONITOR = RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project="kraftform", stack="dev", preview=False, monitor=MONITOR)
+    mocks, MONITOR = start("dev")
     from kraftform.pulumi.program import StackConfig, build
 
     try:
         built = build(StackConfig(Path(EXAMPLE_SPECS), image="local"))
-        # Outputs that resolve only once every Kafka resource is registered with the (mock) engine.
-        registered = pulumi.Output.all(*[r.urn for r in built.kafka_resources])
-        yield mocks, {k: pulumi.Output.all(v, registered).apply(lambda pair: pair[0])
-                      for k, v in built.outputs.items()}
+        yield mocks, registered(built.outputs, built.kafka_resources)
     finally:
         os.environ.clear()
         os.environ.update(saved)
-
-
-def resolved(output: Any) -> Any:
-    value: list[Any] = []
-    pulumi.Output.from_input(output).apply(value.append)
-    return value
-
-
-def of_type(mocks: Mocks, typ: str) -> list[pulumi.runtime.MockResourceArgs]:
-    return [r for r in mocks.resources if r.typ == typ]
 
 
 @pulumi_test
@@ -102,15 +41,27 @@ def test_one_container_and_one_volume_per_node_on_one_network(stack: tuple[Mocks
     mocks, outputs = stack
 
     def check(_: Any) -> None:
-        containers = of_type(mocks, "docker:index/container:Container")
+        containers = mocks.of_type("docker:index/container:Container")
         assert sorted(c.name for c in containers) == sorted(
             [f"platform-controller-{i}" for i in range(3)] + [f"platform-broker-{i}" for i in range(3)])
-        assert len(of_type(mocks, "docker:index/volume:Volume")) == 6
-        assert len(of_type(mocks, "docker:index/network:Network")) == 1
+        assert len(mocks.of_type("docker:index/volume:Volume")) == 6
+        assert len(mocks.of_type("docker:index/network:Network")) == 1
         brokers = [c for c in containers if "broker" in c.name]
         assert sorted(p["external"] for c in brokers for p in c.inputs["ports"]) == [19092, 19093, 19094]
         assert all(p["ip"] == "127.0.0.1" for c in brokers for p in c.inputs["ports"])
-        assert all(c.inputs["image"] == "kraftform/kafka:4.3.1" for c in containers)
+        # Everything but the uploaded files comes from the container specs in the clear, readable in a preview.
+        broker = next(c for c in containers if c.name == "platform-broker-0")
+        assert broker.inputs["name"] == broker.inputs["hostname"] == "platform-broker-0"
+        assert broker.inputs["networksAdvanced"] == [{"name": "kraftform-platform", "aliases": ["platform-broker-0"]}]
+        assert broker.inputs["volumes"] == [{"volumeName": "platform-broker-0-data",
+                                             "containerPath": "/var/lib/kafka/data"}]
+        assert {"label": "dev.kraftform.roles", "value": "broker"} in broker.inputs["labels"]
+        assert broker.inputs["healthcheck"]["interval"] == "2s" and broker.inputs["wait"] is True
+        assert broker.inputs["command"][0] == "sh"
+        # By ID, which is what the provider reads back, so a second `pulumi up` replaces nothing.
+        [image] = mocks.of_type("docker:index/remoteImage:RemoteImage")
+        assert image.inputs["name"] == "kraftform/kafka:4.3.1" and image.inputs["keepLocally"] is True
+        assert all(c.inputs["image"] == IMAGE_ID for c in containers)
 
     return pulumi.Output.all(*outputs.values()).apply(check)
 
@@ -121,7 +72,7 @@ def test_every_listener_is_tls_and_the_files_come_from_the_container_specs(
     mocks, outputs = stack
 
     def check(_: Any) -> None:
-        for container in of_type(mocks, "docker:index/container:Container"):
+        for container in mocks.of_type("docker:index/container:Container"):
             wrapped = container.inputs["uploads"]  # a secret: the engine stores it encrypted
             assert wrapped[SECRET_SIG] == SECRET_VALUE
             uploads = {u["file"]: u for u in wrapped["value"]}
@@ -143,14 +94,14 @@ def test_one_topic_resource_per_topic_and_the_outputs_users_need(
 
     def check(values: list[Any]) -> None:
         names = {t.name for t in specs.topics}
-        topics = [r for r in of_type(mocks, "pulumi-python:dynamic:Resource") if r.name in names]
+        topics = [r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name in names]
         assert len(topics) == len(specs.topics) == 16
         assert values[0] == "localhost:19092,localhost:19093,localhost:19094"
         assert values[1].startswith("-----BEGIN CERTIFICATE-----")
         assert set(values[2]) == set(specs.profiles)
         assert values[2]["durability"]["producer"]["acks"] == "all"
-        assert len(of_type(mocks, "kraftform:index:Specs")) == 1
-        assert len(of_type(mocks, "kraftform:index:Consumers")) == 1
+        assert len(mocks.of_type("kraftform:index:Specs")) == 1
+        assert len(mocks.of_type("kraftform:index:Consumers")) == 1
 
     return pulumi.Output.all(outputs["bootstrapServers"], outputs["caCertificate"],
                              outputs["clientConfigs"]).apply(check)
@@ -174,7 +125,7 @@ def test_one_access_resource_per_principal_with_its_password_secret(stack: tuple
     specs = load_specs(EXAMPLE_SPECS)
 
     def check(_: Any) -> None:
-        access = {r.name: r for r in of_type(mocks, "pulumi-python:dynamic:Resource")
+        access = {r.name: r for r in mocks.of_type("pulumi-python:dynamic:Resource")
                   if r.name.startswith("User:") or r.name == "default-quotas"}
         assert sorted(access) == sorted([f"User:{u.name}" for u in specs.users]
                                         + ["User:CN=legacy-billing,OU=apps,O=example", "default-quotas"])
@@ -195,12 +146,14 @@ def test_kafka_resources_wait_for_every_container(stack: tuple[Mocks, dict[str, 
 
     def check(_: Any) -> None:
         assert MONITOR is not None
-        containers = {c.name for c in of_type(mocks, "docker:index/container:Container")}
-        kafka = [r.name for r in of_type(mocks, "pulumi-python:dynamic:Resource") if not r.name.endswith("-secrets")]
+        containers = {c.name for c in mocks.of_type("docker:index/container:Container")}
+        kafka = [r.name for r in mocks.of_type("pulumi-python:dynamic:Resource") if not r.name.endswith("-secrets")]
         assert len(kafka) == 16 + 7
         for name in kafka:
             waits_for = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies[name]}
             assert containers <= waits_for, name
+        # A dev stack is throw-away: nothing protected, so `pulumi destroy` removes it all.
+        assert not any(MONITOR.protected[name] for name in kafka)
         # Containers wait for their volumes; the volumes are their own resources, kept on replacement.
         assert any(urn.endswith("platform-broker-0-data") for urn in MONITOR.dependencies["platform-broker-0"])
 

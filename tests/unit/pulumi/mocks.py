@@ -1,0 +1,79 @@
+"""Pulumi's mock engine, recording what the program registers, for graph tests without the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import pulumi
+from pulumi.runtime.mocks import MockMonitor
+
+from kraftform.cluster.containers import docker_addressing
+from kraftform.cluster.render import make_secrets
+from kraftform.cluster.topology import topology
+from kraftform.pulumi.cluster import secrets_to_outputs
+from kraftform.spec.loader import load_specs
+
+from ...conftest import EXAMPLE_SPECS
+
+# How the Pulumi SDK marks a secret value on the wire.
+SECRET_SIG, SECRET_VALUE = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
+# What the mock Docker engine answers as the ID of every image.
+IMAGE_ID = "sha256:" + "ab" * 32
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def pulumi_test(fn: F) -> F:
+    """pulumi.runtime.test, typed: runs the test and waits for the outputs it returns."""
+    return cast(F, pulumi.runtime.test(fn))  # type: ignore[no-untyped-call]
+
+
+class Mocks(pulumi.runtime.Mocks):
+    """Records every resource; the secrets resource answers as its provider would (real certificates)."""
+
+    def __init__(self) -> None:
+        self.resources: list[pulumi.runtime.MockResourceArgs] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        self.resources.append(args)
+        outputs = dict(args.inputs)
+        if args.name.endswith("-secrets"):
+            topo = topology(load_specs(EXAMPLE_SPECS).cluster)
+            outputs.update(secrets_to_outputs(make_secrets(topo, docker_addressing(topo))))
+        if args.typ == "docker:index/remoteImage:RemoteImage":
+            outputs["imageId"] = IMAGE_ID
+        return f"{args.name}-id", outputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+    def of_type(self, typ: str) -> list[pulumi.runtime.MockResourceArgs]:
+        return [r for r in self.resources if r.typ == typ]
+
+
+class RecordingMonitor(MockMonitor):
+    """The mock engine, also keeping each resource's dependencies (URNs) and `protect`, which mocks do not see."""
+
+    def __init__(self, mocks: Mocks) -> None:
+        super().__init__(mocks)
+        self.dependencies: dict[str, list[str]] = {}
+        self.protected: dict[str, bool] = {}
+
+    def RegisterResource(self, request: Any) -> Any:
+        self.dependencies[request.name] = list(request.dependencies)
+        self.protected[request.name] = bool(request.protect)
+        return super().RegisterResource(request)  # type: ignore[no-untyped-call]
+
+
+def start(stack: str) -> tuple[Mocks, RecordingMonitor]:
+    mocks = Mocks()
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project="kraftform", stack=stack, preview=False, monitor=monitor)
+    return mocks, monitor
+
+
+def registered(outputs: dict[str, Any], resources: list[pulumi.Resource]) -> dict[str, Any]:
+    """The outputs, resolving only once every given resource is registered with the (mock) engine."""
+    urns = pulumi.Output.all(*[r.urn for r in resources])
+    return {k: pulumi.Output.all(v, urns).apply(lambda pair: pair[0]) for k, v in outputs.items()}

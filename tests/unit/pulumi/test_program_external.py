@@ -1,0 +1,120 @@
+"""The prod stack shape (Pulumi.prod.yaml): an existing cluster, under Pulumi's mocks."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from kraftform.spec.export import password_env
+from kraftform.spec.loader import load_specs
+
+from ...conftest import EXAMPLE_SPECS, REPO
+from .mocks import SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, pulumi_test, registered, start
+
+MONITOR: RecordingMonitor | None = None
+CA = "-----BEGIN CERTIFICATE-----\nthe prod CA\n-----END CERTIFICATE-----\n"
+BOOTSTRAP = "kafka-1.prod.example.com:9093,kafka-2.prod.example.com:9093"
+
+
+def prod_config(tmp: Path, **changes: Any) -> Any:
+    from kraftform.pulumi.program import StackConfig
+
+    (tmp / "ca.pem").write_text(CA)
+    values: dict[str, Any] = {"mode": "external", "env": "prod", "bootstrap": BOOTSTRAP,
+                              "username": "kraftform-admin", "password": pulumi.Output.secret("admin-secret"),
+                              "ca_path": str(tmp / "ca.pem"), **changes}
+    return StackConfig(Path(EXAMPLE_SPECS), **values)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mocks, dict[str, Any]]]:
+    saved = dict(os.environ)
+    os.environ.update({password_env(u.name): f"secret-of-{u.name}" for u in load_specs(EXAMPLE_SPECS).users})
+    global MONITOR
+    mocks, MONITOR = start("prod")
+    from kraftform.pulumi.program import build
+
+    try:
+        built = build(prod_config(tmp_path_factory.mktemp("prod")))
+        yield mocks, registered(built.outputs, built.kafka_resources)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pulumi_test
+def test_an_external_cluster_gets_no_containers_and_its_own_address(stack: tuple[Mocks, dict[str, Any]]) -> Any:
+    mocks, outputs = stack
+
+    def check(values: list[Any]) -> None:
+        assert not [r for r in mocks.resources if r.typ.startswith("docker:")]
+        assert values[0] == BOOTSTRAP
+        assert values[1] == CA
+        topic = next(r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name == "payments.transactions.v1")
+        connection = topic.inputs["connection"]  # a secret as a whole: the admin password is inside
+        assert connection[SECRET_SIG] == SECRET_VALUE
+        assert connection["value"]["bootstrap"] == BOOTSTRAP
+        assert connection["value"]["username"] == "kraftform-admin"
+
+    return pulumi.Output.all(outputs["bootstrapServers"], outputs["caCertificate"]).apply(check)
+
+
+@pulumi_test
+def test_prod_topics_and_principals_are_protected(stack: tuple[Mocks, dict[str, Any]]) -> Any:
+    mocks, outputs = stack
+
+    def check(_: Any) -> None:
+        assert MONITOR is not None
+        kafka = [r.name for r in mocks.of_type("pulumi-python:dynamic:Resource")]
+        assert len(kafka) == 16 + 7
+        assert all(MONITOR.protected[name] for name in kafka)
+
+    return pulumi.Output.all(*outputs.values()).apply(check)
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"password": None}, "external mode needs kraftform:bootstrapServers"),
+    ({"ca_path": "/nonexistent/ca.pem"}, "kraftform:caPath: /nonexistent/ca.pem is not a file"),
+])
+def test_missing_connection_settings_are_named(tmp_path: Path, changes: dict[str, Any], message: str) -> None:
+    from kraftform.pulumi.program import build
+
+    start("prod-broken")
+    with pytest.raises(pulumi.RunError, match=message):
+        build(prod_config(tmp_path, **changes))
+
+
+def stack_file_config(name: str, **extra: str) -> Any:
+    """StackConfig.from_pulumi over a stack file's settings, as the engine hands them to the program (strings)."""
+    from pulumi.runtime.config import set_all_config
+
+    from kraftform.pulumi.program import StackConfig
+
+    values = yaml.safe_load((REPO / name).read_text())["config"]
+    strings = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items()}
+    set_all_config({**strings, **extra}, list(extra))
+    try:
+        return StackConfig.from_pulumi(REPO)
+    finally:
+        set_all_config({}, [])
+
+
+def test_the_example_stack_files_read_as_intended() -> None:
+    prod = stack_file_config("Pulumi.prod.yaml", **{"kraftform:password": "s3cret"})
+    assert (prod.mode, prod.env, prod.protects) == ("external", "prod", True)
+    assert prod.specs_dir == REPO / "specs" and prod.ca_path == "/etc/kafka/ca.pem"
+    assert prod.bootstrap and prod.bootstrap.startswith("kafka-1.prod.example.com:9093,")
+    assert isinstance(prod.password, pulumi.Output)  # from `pulumi config set --secret`: stays a secret
+    dev = stack_file_config("Pulumi.dev.yaml")
+    assert (dev.mode, dev.env, dev.image, dev.protects) == ("docker", "dev", "local", False)
+
+
+def test_a_wrong_mode_is_named() -> None:
+    with pytest.raises(pulumi.RunError, match="kraftform:mode must be docker or external, got 'k8s'"):
+        stack_file_config("Pulumi.dev.yaml", **{"kraftform:mode": "k8s"})

@@ -96,8 +96,11 @@ def _command(r: RenderedNode, cluster_id: str) -> tuple[str, ...]:
 
 
 def _healthcheck(r: RenderedNode) -> Healthcheck:
+    """Healthy once the node's own port is listening (state 0A in the kernel's socket tables). Plain `sh`,
+    `cat` and `grep`: the official image is Alpine without bash, ours is Debian."""
     port = CLIENT_PORT if r.node.is_broker else CONTROLLER_PORT
-    return Healthcheck(("CMD-SHELL", f"bash -c '</dev/tcp/127.0.0.1/{port}' || exit 1"))
+    listening = f"':{port:04X} [0-9A-F]*:[0-9A-F]* 0A'"
+    return Healthcheck(("CMD-SHELL", f"cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q {listening}"))
 
 
 def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_IMAGE) -> tuple[ContainerSpec, ...]:

@@ -17,6 +17,10 @@ from kraftform.plan.live import live_plan
 from kraftform.plan.render import render_text
 from kraftform.spec.model import SpecSet
 
+#: How long an applied change may take to show in what brokers report (metadata reaches every broker a
+#: moment after the controller commits it).
+SETTLE_S = 10.0
+
 
 @dataclass(frozen=True)
 class LivePlan:
@@ -45,12 +49,11 @@ def plan_cluster(connection: Connection, specs: SpecSet, found: Mapping[str, str
 
 
 def apply_cluster(connection: Connection, specs: SpecSet, live: LivePlan, options: ApplyOptions,
-                  progress: Progress, settle_s: float = 10.0) -> LivePlan:
+                  progress: Progress, settle_s: float = SETTLE_S) -> LivePlan:
     """Apply `live.plan` and observe again until the plan is empty; returns the final (empty) plan."""
     check_applicable(live.plan, specs, live.passwords, options)
     applier = Applier(connection, specs, live.observation.state, live.passwords, options, progress)
     applier.run(live.plan)
-    # Metadata reaches every broker a moment after the controller commits it; give it a few seconds.
     deadline = time.monotonic() + settle_s
     while True:
         after = plan_cluster(connection, specs, live.passwords)

@@ -28,12 +28,11 @@ from pulumi.dynamic import (
 )
 
 from kraftform.errors import KraftformError
-from kraftform.kafka.apply import Applier, ApplyOptions, check_applicable
+from kraftform.kafka.apply import Applier, ApplyOptions
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.observe import observe
-from kraftform.kafka.reconcile import apply_cluster, plan_cluster
+from kraftform.kafka.reconcile import SETTLE_S, apply_cluster, plan_cluster
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
-from kraftform.plan.live import live_plan
 from kraftform.plan.state import ClusterState
 from kraftform.spec.model import (
     DEFAULT_ENTITY,
@@ -122,17 +121,13 @@ class TopicProvider(ResourceProvider):
                           delete_before_replace=True)
 
     def _reconcile(self, props: dict[str, Any]) -> dict[str, Any]:
+        """The CLI's loop scoped to this topic: plan, apply (refused changes still stop it; `pulumi up`
+        already showed the diff and asked), then observe until the topic matches."""
         connection = connection_of(props)
-        topic = _topic(props)
-        state = observed(connection, fresh=True)
-        specs = _scoped(topic, state)
-        plan = live_plan(specs, state)
-        # `pulumi up` already showed the diff and asked; refused changes still stop it.
-        check_applicable(plan, specs, {}, ApplyOptions(allow_destructive=True))
-        Applier(connection, specs, state, {}, ApplyOptions(allow_destructive=True), lambda _m: None).run(plan)
-        after = live_plan(specs, observed(connection, fresh=True))
-        if not after.empty:
-            raise KraftformError(f"topic {topic.name} does not match after apply: {after.changes}")
+        specs = _scoped(_topic(props), observed(connection))
+        apply_cluster(connection, specs, plan_cluster(connection, specs, {}), ApplyOptions(allow_destructive=True),
+                      lambda _m: None)
+        _observations.pop(connection.bootstrap, None)
         return props
 
     def create(self, props: dict[str, Any]) -> CreateResult:
@@ -157,6 +152,10 @@ class TopicProvider(ResourceProvider):
         plan = Plan.of([Change(Action.DELETE, Kind.TOPIC, id_, Safety.DESTRUCTIVE, "removed from the stack")])
         specs = dataclasses.replace(_scoped(_topic(props), state), topics=())
         Applier(connection, specs, state, {}, ApplyOptions(allow_destructive=True), lambda _m: None).run(plan)
+        # Brokers learn of the deletion a moment after the controller commits it.
+        deadline = time.monotonic() + SETTLE_S
+        while id_ in observed(connection, fresh=True).topics and time.monotonic() < deadline:
+            time.sleep(0.5)
         _observations.pop(connection.bootstrap, None)
 
 

@@ -28,9 +28,14 @@ def format_path(path: JsonPath) -> str:
         elif part.replace("_", "a").replace("-", "a").isalnum() and part[:1].isalpha():
             out += f".{part}"
         else:
-            escaped = part.replace("\\", "\\\\").replace('"', '\\"')
-            out += f'["{escaped}"]'
+            out += f'["{_escaped(part)}"]'
     return out
+
+
+def _escaped(key: str) -> str:
+    """Quotes and backslashes escaped, and anything unprintable as \\uXXXX: a key holding a control
+    character must not break the one-line error it appears in."""
+    return "".join("\\" + ch if ch in '"\\' else ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in key)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,13 @@ URN = "urn:pulumi:dev::kraftform::pulumi-python:dynamic:Resource::{}"
 def wire(props: dict[str, Any]) -> Any:
     """Properties as the engine sends them (a protobuf Struct; secrets already plain: the dynamic provider
     host does not accept secrets)."""
-    return asyncio.run(rpc.serialize_properties(props, {}))
+    # A loop of its own, as the provider host does: asyncio.run() would leave this thread without a current
+    # loop, and the Pulumi SDK (the mock tests that follow) asks for one.
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(rpc.serialize_properties(props, {}))
+    finally:
+        loop.close()
 
 
 def unwire(struct: Any) -> dict[str, Any]:

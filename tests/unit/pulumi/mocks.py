@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -67,6 +68,9 @@ class RecordingMonitor(MockMonitor):
 
 
 def start(stack: str) -> tuple[Mocks, RecordingMonitor]:
+    """Mocks for a new stack, on a fresh event loop: the SDK runs on the thread's current loop, which an
+    earlier test may have closed or unset."""
+    asyncio.set_event_loop(asyncio.new_event_loop())
     mocks = Mocks()
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project="kraftform", stack=stack, preview=False, monitor=monitor)

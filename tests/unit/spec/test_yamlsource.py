@@ -63,3 +63,12 @@ def test_control_characters_are_a_located_problem_not_a_crash() -> None:
     assert doc is None and problems[0].location.file == "c.yaml"
     assert problems[0].message == "invalid YAML: character '\\x1f' is not allowed (special characters are not allowed)"
     assert (problems[0].location.line, problems[0].location.column) == (1, 4)
+
+
+def test_format_path_keeps_control_characters_off_the_error_line() -> None:
+    # Python's splitlines() breaks at \x1e, \x85 and \u2028 too: an error line must hold none of them.
+    for key in ("\x1e", "a\nb", "\x85", "\u2028", "tab\there"):
+        rendered = format_path(("topics", key))
+        assert rendered.splitlines() == [rendered] and rendered.isprintable(), rendered
+    assert format_path(("x", "\x1e")) == '$.x["\\u001e"]'
+    assert format_path(("x", "back\\slash")) == '$.x["back\\\\slash"]'

@@ -21,10 +21,12 @@ from pulumi.runtime import proto, rpc
 from pulumi.runtime.proto import provider_pb2_grpc
 
 from kraftform.kafka.connect import read_connection
+from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
 from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
-from kraftform.pulumi.providers import TopicProvider
+from kraftform.pulumi.providers import AccessProvider, TopicProvider
 from kraftform.spec.loader import load_specs
+from kraftform.spec.model import QuotaEntity, SecretRef, UserSpec
 
 from ...conftest import EXAMPLE_SPECS
 from ..conftest import LiveCluster, unique
@@ -151,3 +153,30 @@ def test_a_topic_through_the_engine_calls_and_a_decrease_refused(host: ProviderH
 
     host.delete(provider, name, id_, outputs)
     assert name not in observe(connection).state.topics
+
+
+def test_a_principal_through_the_engine_calls(host: ProviderHost, local_cluster: LiveCluster) -> None:
+    provider = AccessProvider()
+    connection = read_connection(local_cluster.state_dir / "admin.properties")
+    name = unique("hostapp").replace(".", "-")
+    principal = f"User:{name}"
+    props: dict[str, Any] = {
+        "connection": connection_props(local_cluster), "principal": principal,
+        "acls": [{"principal": principal, "resource_type": "topic", "resource_name": f"{name}.",
+                  "pattern_type": "prefixed", "operations": ["read"], "permission": "allow", "host": "*"}],
+        "quotas": [{"user": name, "client_id": None, "values": {"consumer_byte_rate": 1e6}}],
+        "user": {"name": name, "mechanism": "SCRAM-SHA-512", "iterations": 8192, "password": "first"}}
+
+    inputs, failures = host.check(provider, principal, {}, props)
+    assert failures == []
+    id_, outputs = host.create(provider, principal, inputs)
+    state = observe(connection).state
+    assert id_ == principal and name in state.users and state.quotas[QuotaEntity(user=name)] == {
+        "consumer_byte_rate": 1e6}
+    assert logs_in(connection, UserSpec(name, SecretRef("env", "unused")), "first")
+    same, _ = host.check(provider, principal, inputs, props)
+    assert host.diff(provider, principal, id_, outputs, same).changes == proto.DiffResponse.DIFF_NONE
+
+    host.delete(provider, principal, id_, outputs)
+    state = observe(connection).state
+    assert name not in state.users and not any(b.principal == principal for b in state.acls)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import os
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
 
 import pulumi
@@ -13,6 +15,8 @@ from kraftform.cluster.containers import docker_addressing
 from kraftform.cluster.render import make_secrets
 from kraftform.cluster.topology import topology
 from kraftform.pulumi.cluster import secrets_to_outputs
+from kraftform.pulumi.program import StackConfig, build
+from kraftform.spec.export import password_env
 from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS
@@ -77,7 +81,20 @@ def start(stack: str) -> tuple[Mocks, RecordingMonitor]:
     return mocks, monitor
 
 
-def registered(outputs: dict[str, Any], resources: list[pulumi.Resource]) -> dict[str, Any]:
-    """The outputs, resolving only once every given resource is registered with the (mock) engine."""
-    urns = pulumi.Output.all(*[r.urn for r in resources])
-    return {k: pulumi.Output.all(v, urns).apply(lambda pair: pair[0]) for k, v in outputs.items()}
+@contextlib.contextmanager
+def built_stack(stack: str, config: Callable[[], StackConfig]
+                ) -> Iterator[tuple[Mocks, RecordingMonitor, dict[str, Any]]]:
+    """The program built under mocks, with the example users' passwords in the environment. `config` is
+    called once the mocks run (its Outputs belong to their event loop). The outputs resolve only once every
+    Kafka resource is registered with the (mock) engine."""
+    saved = dict(os.environ)
+    os.environ.update({password_env(u.name): f"secret-of-{u.name}" for u in load_specs(EXAMPLE_SPECS).users})
+    mocks, monitor = start(stack)
+    try:
+        built = build(config())
+        urns = pulumi.Output.all(*[r.urn for r in built.kafka_resources])
+        yield mocks, monitor, {k: pulumi.Output.all(v, urns).apply(lambda pair: pair[0])
+                               for k, v in built.outputs.items()}
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)

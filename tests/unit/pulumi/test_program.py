@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,30 +9,20 @@ from typing import Any
 import pulumi
 import pytest
 
-from kraftform.spec.export import password_env
+from kraftform.pulumi.program import StackConfig
 from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS
-from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, pulumi_test, registered, start
+from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, built_stack, pulumi_test
 
 MONITOR: RecordingMonitor | None = None
 
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[tuple[Mocks, dict[str, Any]]]:
-    users = [u.name for u in load_specs(EXAMPLE_SPECS).users]
-    saved = dict(os.environ)
-    os.environ.update({password_env(name): f"secret-of-{name}" for name in users})
     global MONITOR
-    mocks, MONITOR = start("dev")
-    from kraftform.pulumi.program import StackConfig, build
-
-    try:
-        built = build(StackConfig(Path(EXAMPLE_SPECS), image="local"))
-        yield mocks, registered(built.outputs, built.kafka_resources)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    with built_stack("dev", lambda: StackConfig(Path(EXAMPLE_SPECS), image="local")) as (mocks, MONITOR, outputs):
+        yield mocks, outputs
 
 
 @pulumi_test

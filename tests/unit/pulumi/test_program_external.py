@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,11 +10,8 @@ import pulumi
 import pytest
 import yaml
 
-from kraftform.spec.export import password_env
-from kraftform.spec.loader import load_specs
-
 from ...conftest import EXAMPLE_SPECS, REPO
-from .mocks import SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, pulumi_test, registered, start
+from .mocks import SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, built_stack, pulumi_test, start
 
 MONITOR: RecordingMonitor | None = None
 CA = "-----BEGIN CERTIFICATE-----\nthe prod CA\n-----END CERTIFICATE-----\n"
@@ -34,18 +30,9 @@ def prod_config(tmp: Path, **changes: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mocks, dict[str, Any]]]:
-    saved = dict(os.environ)
-    os.environ.update({password_env(u.name): f"secret-of-{u.name}" for u in load_specs(EXAMPLE_SPECS).users})
     global MONITOR
-    mocks, MONITOR = start("prod")
-    from kraftform.pulumi.program import build
-
-    try:
-        built = build(prod_config(tmp_path_factory.mktemp("prod")))
-        yield mocks, registered(built.outputs, built.kafka_resources)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    with built_stack("prod", lambda: prod_config(tmp_path_factory.mktemp("prod"))) as (mocks, MONITOR, outputs):
+        yield mocks, outputs
 
 
 @pulumi_test

@@ -11,11 +11,11 @@ from typing import Any
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.errors import UsageError
 from kraftform.kafka.apply import ApplyOptions
-from kraftform.kafka.connect import read_connection
+from kraftform.kafka.connect import Connection, read_connection
 from kraftform.kafka.reconcile import LivePlan, apply_cluster, plan_cluster
 from kraftform.plan.render import RENDERERS, render_text, summary
 from kraftform.spec.loader import load_specs
-from kraftform.spec.model import Security
+from kraftform.spec.model import Security, SpecSet
 from kraftform.units import parse_rate
 
 COMMAND_CONFIG_HELP = ("client properties of an admin (super) user: the admin.properties written by "
@@ -47,19 +47,21 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_import)
 
 
-def _observed(live: LivePlan, seconds: float) -> None:
-    """What was read and what it cost, on stderr so stdout stays the plan (a PR comment, JSON)."""
+def _planned(connection: Connection, specs: SpecSet) -> LivePlan:
+    """The live plan; what was read and what it cost go to stderr, so stdout stays the plan (a PR comment,
+    JSON)."""
+    started = time.monotonic()
+    live = plan_cluster(connection, specs)
     state, requests = live.observation.state, live.observation.requests
     print(f"observed {len(state.topics)} topics, {len(state.acls)} ACL bindings, {len(state.quotas)} quota "
           f"entities, {len(state.users)} users with {requests.total()} Admin requests ({requests}) "
-          f"in {seconds:.2f} s", file=sys.stderr)
+          f"in {time.monotonic() - started:.2f} s", file=sys.stderr)
+    return live
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs_dir)
-    started = time.monotonic()
-    live = plan_cluster(read_connection(args.command_config), specs)
-    _observed(live, time.monotonic() - started)
+    live = _planned(read_connection(args.command_config), specs)
     sys.stdout.write(RENDERERS[args.format](live.plan))
     return 0 if live.plan.empty else 2
 
@@ -75,9 +77,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"--throttle {args.throttle!r}: {exc}") from None
     connection = read_connection(args.command_config)
-    started = time.monotonic()
-    live = plan_cluster(connection, specs)
-    _observed(live, time.monotonic() - started)
+    live = _planned(connection, specs)
     sys.stdout.write(render_text(live.plan))
     if live.plan.empty:
         return 0

@@ -7,7 +7,7 @@ first metadata read here surfaces the real cause (reported through `error_cb`) i
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,6 +28,12 @@ class Requests(Counter[str]):
 
     def __str__(self) -> str:
         return ", ".join(f"{api} {n}" for api, n in sorted(self.items())) or "none"
+
+
+def batches(items: list[Any], size: int) -> Iterable[list[Any]]:
+    """`items` in runs of `size`: reads and writes go to Kafka in batches, never one request per item."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
 
 
 def is_auth_error(error: KafkaError) -> bool:

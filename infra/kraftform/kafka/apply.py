@@ -28,7 +28,6 @@ from confluent_kafka.admin import (
     ConfigEntry,
     ConfigResource,
     NewPartitions,
-    ResourcePatternType,
     ResourceType,
     ScramCredentialInfo,
     ScramMechanism,
@@ -38,12 +37,14 @@ from confluent_kafka.admin import (
 from confluent_kafka.cimpl import NewTopic
 
 from kraftform.errors import KraftformError, PlanRefusedError, UsageError
-from kraftform.kafka.admin import Admin, kafka_python_admin
+from kraftform.kafka.admin import Admin, batches, kafka_python_admin
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import require_password
+from kraftform.kafka.observe import PATTERN_TYPES, RESOURCE_TYPES
 from kraftform.kafka.quotas import alter_quotas
 from kraftform.plan import placement
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
+from kraftform.plan.render import listed
 from kraftform.plan.state import ClusterState
 from kraftform.spec import model
 from kraftform.spec.model import SpecSet
@@ -56,10 +57,8 @@ RETRIES = 3
 THROTTLED_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 
-_RESOURCE_TYPES = {"topic": ResourceType.TOPIC, "group": ResourceType.GROUP, "cluster": ResourceType.BROKER,
-                   "transactional_id": ResourceType.TRANSACTIONAL_ID}
-_PATTERNS = {"literal": ResourcePatternType.LITERAL, "prefixed": ResourcePatternType.PREFIXED}
-_PERMISSIONS = {"allow": AclPermissionType.ALLOW, "deny": AclPermissionType.DENY}
+_RESOURCE_TYPES = {name: kind for kind, name in RESOURCE_TYPES.items()}
+_PATTERNS = {name: kind for kind, name in PATTERN_TYPES.items()}
 
 Progress = Callable[[str], None]
 
@@ -126,14 +125,8 @@ def _wait(futures: Mapping[Any, Future[Any]], what: str, benign: Iterable[str] =
             else:
                 failed.append(f"{getattr(key, 'name', key)}: {error.name()}: {error.str()}")
     if failed:
-        shown = "; ".join(failed[:10]) + (f" (and {len(failed) - 10} more)" if len(failed) > 10 else "")
-        raise KraftformError(f"{what} failed: {shown}")
+        raise KraftformError(f"{what} failed: {listed(failed, sep='; ')}")
     return retry
-
-
-def _chunks(items: list[Any]) -> Iterable[list[Any]]:
-    for start in range(0, len(items), BATCH):
-        yield items[start:start + BATCH]
 
 
 class Applier:
@@ -151,7 +144,7 @@ class Applier:
               benign: Iterable[str] = (), key: Callable[[Any], Any] = lambda item: item) -> None:
         """Send `items` in batches; those that time out on a busy cluster are sent again (every write here
         is idempotent), up to RETRIES times with a growing pause."""
-        for batch in _chunks(items):
+        for batch in batches(items, BATCH):
             pending = batch
             for attempt in range(RETRIES + 1):
                 self.admin.requests[api] += 1
@@ -315,4 +308,4 @@ class Applier:
 def _confluent_binding(b: model.AclBinding, cls: type = AclBinding) -> Any:
     name = "kafka-cluster" if b.resource_type == "cluster" else b.resource_name
     return cls(_RESOURCE_TYPES[b.resource_type], name, _PATTERNS[b.pattern_type], b.principal, b.host,
-               AclOperation[b.operation.upper()], _PERMISSIONS[b.permission])
+               AclOperation[b.operation.upper()], AclPermissionType[b.permission.upper()])

@@ -13,7 +13,6 @@ value the topic will fall back to.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +27,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from kraftform.kafka.admin import TIMEOUT, Admin, Requests, kafka_python_admin
+from kraftform.kafka.admin import TIMEOUT, Admin, Requests, batches, kafka_python_admin
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.quotas import describe_quotas
 from kraftform.plan.state import ClusterState, TopicState, UserState
@@ -37,6 +36,7 @@ from kraftform.spec.model import AclBinding
 #: Topics per DescribeConfigs request: large enough to keep requests few, small enough for any broker.
 CONFIG_BATCH = 1000
 
+#: Kafka's ACL resource and pattern types <-> kraftform's names (apply uses the inverse).
 RESOURCE_TYPES = {ResourceType.TOPIC: "topic", ResourceType.GROUP: "group", ResourceType.BROKER: "cluster",
                   ResourceType.TRANSACTIONAL_ID: "transactional_id"}
 PATTERN_TYPES = {ResourcePatternType.LITERAL: "literal", ResourcePatternType.PREFIXED: "prefixed"}
@@ -48,11 +48,6 @@ class Observation:
     requests: Requests
     #: Bindings kraftform cannot represent with confluent-kafka (delegation-token or user resources).
     skipped_acls: int = 0
-
-
-def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
 
 
 def _topics(admin: Admin) -> tuple[dict[str, TopicState], dict[str, str]]:
@@ -67,7 +62,7 @@ def _topics(admin: Admin) -> tuple[dict[str, TopicState], dict[str, str]]:
         shapes[name] = (len(assignment), replication, assignment)
     overrides: dict[str, dict[str, str]] = {name: {} for name in shapes}
     defaults: dict[str, str] = {}
-    for batch in _chunks(sorted(shapes), CONFIG_BATCH):
+    for batch in batches(sorted(shapes), CONFIG_BATCH):
         admin.requests["DescribeConfigs"] += 1
         futures = admin.client.describe_configs([ConfigResource(ResourceType.TOPIC, n) for n in batch],
                                                 request_timeout=TIMEOUT)
@@ -84,8 +79,8 @@ def _topics(admin: Admin) -> tuple[dict[str, TopicState], dict[str, str]]:
                     continue
                 if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value:
                     overrides[resource.name][key] = entry.value
-                elif not defaults or key not in defaults:
-                    defaults[key] = entry.value
+                else:
+                    defaults.setdefault(key, entry.value)
     topics = {n: TopicState(n, shapes[n][0], shapes[n][1], overrides[n], shapes[n][2]) for n in overrides}
     return topics, defaults
 

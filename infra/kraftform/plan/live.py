@@ -12,6 +12,7 @@ import dataclasses
 from kraftform.cluster.config import BROKER_USER, CONTROLLER_USER
 from kraftform.plan.changes import Plan
 from kraftform.plan.diff import Ownership, diff_states
+from kraftform.plan.render import listed
 from kraftform.plan.state import ClusterState, state_of
 from kraftform.spec.model import DEFAULT_ENTITY, AclBinding, QuotaEntity, SpecSet
 
@@ -31,6 +32,11 @@ def declared_principals(specs: SpecSet) -> frozenset[str]:
     return frozenset(names)
 
 
+def cluster_identities(admin_user: str) -> frozenset[str]:
+    """The users the cluster itself runs as: never managed, never exported."""
+    return frozenset({admin_user, BROKER_USER, CONTROLLER_USER})
+
+
 def ownership_of(specs: SpecSet) -> Ownership:
     """Topics: declared or under a managed prefix. ACLs, quotas, users: of declared principals, or all of
     them with `acl_principals: all`; the cluster's own identities never."""
@@ -38,7 +44,7 @@ def ownership_of(specs: SpecSet) -> Ownership:
     declared_topics = frozenset(t.name for t in specs.topics)
     principals = declared_principals(specs)
     everything = scope.acl_principals == "all"
-    identities = frozenset({specs.cluster.security.admin_user, BROKER_USER, CONTROLLER_USER})
+    identities = cluster_identities(specs.cluster.security.admin_user)
 
     def topic(name: str) -> bool:
         return not reserved(name) and (name in declared_topics or scope.covers_topic(name))
@@ -55,10 +61,6 @@ def ownership_of(specs: SpecSet) -> Ownership:
     return Ownership(topic=topic, acl=acl, quota=quota, user=user)
 
 
-def _listed(names: list[str], limit: int = 10) -> str:
-    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
 def live_plan(specs: SpecSet, observed: ClusterState) -> Plan:
     """The changes that take the observed cluster to the specs."""
     owns = ownership_of(specs)
@@ -70,11 +72,11 @@ def live_plan(specs: SpecSet, observed: ClusterState) -> Plan:
     unmanaged = sorted(n for n in current.topics if n not in desired.topics and not owns.topic(n))
     if unmanaged:
         notes.append(f"{len(unmanaged)} topic{'s' if len(unmanaged) != 1 else ''} outside the managed scope "
-                     f"left alone: {_listed(unmanaged)}")
+                     f"left alone: {listed(unmanaged)}")
     foreign_acls = sorted({b.principal for b in current.acls - desired.acls if not owns.acl(b)})
     if foreign_acls:
         notes.append(f"ACLs of {len(foreign_acls)} undeclared principal{'s' if len(foreign_acls) != 1 else ''} "
-                     f"left alone: {_listed(foreign_acls)}")
+                     f"left alone: {listed(foreign_acls)}")
     if observed.brokers and len(observed.brokers) != specs.cluster.brokers:
         notes.append(f"the cluster has {len(observed.brokers)} brokers; the specs declare {specs.cluster.brokers}")
     return Plan.of(list(plan.changes), tuple(notes))

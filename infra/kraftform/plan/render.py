@@ -13,6 +13,11 @@ from kraftform.plan.changes import Action, Change, Plan, Safety
 SYMBOL = {Action.CREATE: "+", Action.UPDATE: "~", Action.DELETE: "-", Action.REFUSE: "!"}
 
 
+def listed(items: list[str], limit: int = 10, sep: str = ", ") -> str:
+    """The first `limit` items and how many more: a message stays one readable line at any scale."""
+    return sep.join(items[:limit]) + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
 def summary(plan: Plan) -> str:
     if plan.empty:
         return "No changes."

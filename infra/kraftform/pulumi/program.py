@@ -13,8 +13,8 @@ from typing import Any, Literal, cast
 import pulumi
 
 from kraftform.cluster.containers import LOCAL_IMAGE, OFFICIAL_IMAGE
-from kraftform.errors import KraftformError, SpecError
-from kraftform.kafka.credentials import read_secret
+from kraftform.errors import KraftformError, SpecError, UsageError
+from kraftform.kafka.credentials import passwords, require_password
 from kraftform.plan.live import declared_principals
 from kraftform.pulumi.cluster import KafkaCluster
 from kraftform.pulumi.policy import SPECS_TYPE
@@ -77,10 +77,10 @@ def _password(user: UserSpec) -> pulumi.Output[str]:
     """A user's password as a Pulumi secret: from `pulumi config set --secret`, the environment or a file."""
     if user.password.source == "pulumi_config":
         return pulumi.Config("kraftform").require_secret(user.password.name)
-    value = read_secret(user.password)
-    if value is None:
-        raise pulumi.RunError(f"{user.location}: user {user.name!r}: {user.password} holds no password")
-    return pulumi.Output.secret(value)
+    try:
+        return pulumi.Output.secret(require_password(user, passwords((user,))))
+    except UsageError as exc:
+        raise pulumi.RunError(str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,7 @@ from typing import Any
 
 import yaml
 
-from kraftform.cluster.config import BROKER_USER, CONTROLLER_USER
-from kraftform.plan.live import reserved
+from kraftform.plan.live import cluster_identities, reserved
 from kraftform.plan.state import ClusterState
 from kraftform.spec.model import DEFAULT_ENTITY, Security
 from kraftform.versions import KAFKA_VERSION
@@ -47,8 +46,7 @@ def render_specs(state: ClusterState, name: str, admin_user: str = Security().ad
         files["topics.yaml"] = _dump({"topics": [
             {"name": t.name, "partitions": t.partitions, "replication_factor": t.replication_factor,
              **({"config": dict(sorted(t.config.items()))} if t.config else {})} for t in topics]})
-    identities = {admin_user, BROKER_USER, CONTROLLER_USER}
-    users = [u for n, u in sorted(state.users.items()) if n not in identities]
+    users = [u for n, u in sorted(state.users.items()) if n not in cluster_identities(admin_user)]
     scram = {f"User:{u.name}" for u in users}
     subjects = {b.principal for b in state.acls} | {
         f"User:{e.user}" for e in state.quotas if e.user not in (None, DEFAULT_ENTITY)}

@@ -21,7 +21,7 @@ BALANCED = Profile(
     consumer={"fetch.min.bytes": "1", "fetch.max.wait.ms": "500", "isolation.level": "read_uncommitted",
               "enable.auto.commit": "true"},
     broker={},
-    spark={"failOnDataLoss": "true"},
+    spark={"failOnDataLoss": "true", "trigger": "0ms"},
 )
 
 DURABILITY = Profile(
@@ -36,7 +36,9 @@ DURABILITY = Profile(
               "auto.offset.reset": "earliest"},
     broker={"default.replication.factor": "3", "min.insync.replicas": "2",
             "unclean.leader.election.enable": "false"},
-    spark={"kafka.isolation.level": "read_committed", "failOnDataLoss": "true"},
+    # Exactly-once sinks; read only committed transactions; never skip data Kafka no longer has.
+    spark={"kafka.isolation.level": "read_committed", "failOnDataLoss": "true", "exactlyOnce": "true",
+           "trigger": "5s"},
 )
 
 LATENCY = Profile(
@@ -46,7 +48,9 @@ LATENCY = Profile(
     producer={"linger.ms": "0", "compression.type": "none", "acks": "1", "enable.idempotence": "false"},
     consumer={"fetch.min.bytes": "1", "fetch.max.wait.ms": "10"},
     broker={"num.replica.fetchers": "4", "replica.fetch.wait.max.ms": "50"},
-    spark={"kafka.fetch.min.bytes": "1", "kafka.fetch.max.wait.ms": "10", "trigger": "0ms"},
+    # Real-time Mode where the query allows it; otherwise micro-batches as fast as possible, kept small.
+    spark={"kafka.fetch.min.bytes": "1", "kafka.fetch.max.wait.ms": "10", "trigger": "realtime",
+           "maxOffsetsPerTrigger": "10000"},
 )
 
 THROUGHPUT = Profile(
@@ -57,7 +61,9 @@ THROUGHPUT = Profile(
               "enable.idempotence": "false"},
     consumer={"fetch.min.bytes": "100000", "fetch.max.wait.ms": "500", "max.poll.records": "5000"},
     broker={"num.io.threads": "16", "num.network.threads": "8"},
-    spark={"kafka.fetch.min.bytes": "100000", "kafka.fetch.max.wait.ms": "500", "trigger": "10s"},
+    # Longer micro-batches of large fetches, split so every core works.
+    spark={"kafka.fetch.min.bytes": "100000", "kafka.fetch.max.wait.ms": "500",
+           "kafka.max.partition.fetch.bytes": "10485760", "trigger": "10s", "minPartitions": "auto"},
 )
 
 BUILTIN_PROFILES: Mapping[str, Profile] = {p.name: p for p in (BALANCED, DURABILITY, LATENCY, THROUGHPUT)}

@@ -1,6 +1,7 @@
 """Pinned versions of the non-Python parts kraftform runs. Python packages are pinned in pyproject.toml.
 
-Kafka comes from Maven Central (`org.apache.kafka:kafka_2.13`), never from a registry of images.
+Kafka comes from Maven Central (`org.apache.kafka:kafka_2.13`), never from a registry of images; so does
+Spark's Kafka connector (`org.apache.spark:spark-sql-kafka-0-10_2.13`), at pyspark's version.
 """
 
 from __future__ import annotations
@@ -23,3 +24,9 @@ JRE_PACKAGE = "openjdk-17-jre-headless"
 #: kcat needs librdkafka >= 2.6.1 for SCRAM against Kafka 4 (librdkafka#4895); bookworm ships 2.0.2, so the
 #: kcat image is built from Debian trixie.
 KCAT_SUITE = "trixie"
+
+#: Spark: pyspark (pyproject.toml's `spark` extra pins the same version; a unit test holds them together) and
+#: its Kafka connector from Maven Central. 4.2.0 is the newest pair that exists: pyspark 4.3.0 is on PyPI but
+#: spark-sql-kafka-0-10_2.13:4.3.0 is not on Maven Central (checked 2026-11-23).
+SPARK_VERSION = "4.2.0"
+SCALA_BINARY = "2.13"

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from kraftform.cli import cluster_commands, reconcile_commands, spec_commands
+from kraftform.cli import cluster_commands, consumer_commands, reconcile_commands, secret_commands, spec_commands
 from kraftform.errors import KraftformError, SpecError, UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     spec_commands.register(sub)
     reconcile_commands.register(sub)
     cluster_commands.register(sub)
+    secret_commands.register(sub)
+    consumer_commands.register(sub)
     return parser
 
 

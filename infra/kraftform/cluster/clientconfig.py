@@ -20,8 +20,14 @@ class ClientAuth:
     ca_path: str
 
 
+def jaas_quote(value: str) -> str:
+    """A JAAS option value in double quotes; Kafka reads it with Java's StreamTokenizer, which takes
+    backslash escapes inside quotes, so a password holding `"` or `\\` survives the round trip."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def java_properties(auth: ClientAuth) -> str:
-    jaas = f'{SCRAM_LOGIN} required username="{auth.username}" password="{auth.password}";'
+    jaas = f"{SCRAM_LOGIN} required username={jaas_quote(auth.username)} password={jaas_quote(auth.password)};"
     return properties_text({
         "bootstrap.servers": auth.bootstrap, "security.protocol": "SASL_SSL", "sasl.mechanism": auth.mechanism,
         "sasl.jaas.config": jaas, "ssl.truststore.type": "PEM", "ssl.truststore.location": auth.ca_path,

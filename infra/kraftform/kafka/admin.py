@@ -1,15 +1,20 @@
 """Admin clients that fail with a message a user can act on, and count the requests they send.
 
-A wrong password or an unreachable bootstrap server makes librdkafka retry quietly until a timeout; the
-first metadata read here surfaces the real cause (reported through `error_cb`) instead.
+A wrong password, a TLS listener spoken to in plaintext, or a port nobody listens on makes librdkafka retry
+quietly until a timeout, although it reports the cause through `error_cb` within milliseconds. Waits here
+go in short rounds that serve those callbacks, and a cause that waiting cannot fix ends the wait at once.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import socket
+import ssl
+import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ClusterMetadata
@@ -18,6 +23,9 @@ from kraftform.errors import KraftformError
 from kraftform.kafka.connect import Connection
 
 TIMEOUT = 30.0
+#: How often a wait looks at what librdkafka reported.
+ROUND_S = 0.2
+T = TypeVar("T")
 
 
 class Requests(Counter[str]):
@@ -40,6 +48,46 @@ def is_auth_error(error: KafkaError) -> bool:
     return error.code() in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED)
 
 
+def decisive_cause(errors: Iterable[KafkaError], connection: Connection) -> str | None:
+    """What librdkafka reported that no amount of waiting fixes, in a user's words; None if nothing yet."""
+    seen = list(errors)
+    user = connection.username or "anonymous"
+    for error in seen:
+        if is_auth_error(error):
+            return (f"authentication failed for user {user!r} ({error.str()}): check the password in the client "
+                    f"config")
+    for error in seen:
+        if "SSL listener" in error.str():
+            return (f"the listener speaks TLS and the client config asks for {connection.protocol}: set "
+                    f"security.protocol=SASL_SSL ({error.str()})")
+    for error in seen:
+        if error.code() == KafkaError._SSL:
+            return (f"the TLS handshake failed ({error.str()}): is ssl.truststore.location (ssl.ca.location) the "
+                    f"cluster's CA certificate?")
+    if any(e.code() == KafkaError._ALL_BROKERS_DOWN for e in seen):
+        if connection.protocol in ("PLAINTEXT", "SASL_PLAINTEXT") and speaks_tls(connection.bootstrap):
+            return (f"the listener speaks TLS and the client config asks for {connection.protocol}: set "
+                    f"security.protocol=SASL_SSL")
+        transport = [e.str() for e in seen if e.code() == KafkaError._TRANSPORT]
+        return f"no broker answers at {connection.bootstrap} ({transport[-1] if transport else 'all brokers down'})"
+    return None
+
+
+def speaks_tls(bootstrap: str, timeout: float = 2.0) -> bool:
+    """Whether the first bootstrap server completes a TLS handshake: librdkafka reports a plaintext client on a
+    TLS listener only in its log ("connecting to a SSL listener?"), as the brokers being down."""
+    host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # only the protocol is asked about, not who the server is
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout) as raw, \
+                context.wrap_socket(raw, server_hostname=host.strip("[]")):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 class Admin:
     """A confluent-kafka AdminClient plus the request counter; create one per operation (it does not pickle)."""
 
@@ -52,16 +100,36 @@ class Admin:
 
     def metadata(self, timeout: float = TIMEOUT) -> ClusterMetadata:
         self.requests["Metadata"] += 1
-        try:
-            return self.client.list_topics(timeout=timeout)
-        except KafkaException as exc:
-            raise self.failure("read metadata", exc) from None
+        return self._waiting("read metadata", timeout, lambda: self.client.list_topics(timeout=ROUND_S))
+
+    def wait(self, future: concurrent.futures.Future[T], what: str, timeout: float = TIMEOUT) -> T:
+        """A request's result, failing as soon as the cause is known rather than when `timeout` runs out."""
+        return self._waiting(what, timeout, lambda: future.result(timeout=ROUND_S))
+
+    def _waiting(self, what: str, timeout: float, attempt: Callable[[], T]) -> T:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return attempt()
+            except KafkaException as exc:
+                # A round that timed out, or a broker not reached yet, is the wait going on, not its end.
+                retryable = exc.args[0].code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT)
+                if not retryable or time.monotonic() > deadline:
+                    raise self.failure(what, exc) from None
+            except concurrent.futures.TimeoutError:
+                if time.monotonic() > deadline:
+                    raise self.failure(what, TimeoutError(f"no answer within {timeout:.0f} s")) from None
+            self.client.poll(0)
+            cause = decisive_cause(self.errors, self.connection)
+            if cause is not None:
+                raise KraftformError(f"cannot {what} on {self.connection.bootstrap}: {cause}")
 
     def failure(self, what: str, exc: BaseException) -> KraftformError:
-        """The most telling error: an authentication failure beats the timeout it caused."""
+        """The most telling error: a decisive cause (an authentication failure, ...) beats the timeout it caused."""
         self.client.poll(0)
-        auth = [e for e in self.errors if is_auth_error(e)]
-        cause = auth[0].str() if auth else (self.errors[-1].str() if self.errors else str(exc))
+        cause = decisive_cause(self.errors, self.connection) or (
+            self.errors[-1].str() if self.errors else str(exc.args[0].str() if isinstance(exc, KafkaException)
+                                                           else exc))
         return KraftformError(f"cannot {what} on {self.connection.bootstrap} as "
                               f"{self.connection.username or 'anonymous'}: {cause}")
 

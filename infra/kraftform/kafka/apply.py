@@ -39,7 +39,7 @@ from confluent_kafka.cimpl import NewTopic
 from kraftform.errors import KraftformError, PlanRefusedError, UsageError
 from kraftform.kafka.admin import Admin, batches, kafka_python_admin
 from kraftform.kafka.connect import Connection
-from kraftform.kafka.credentials import require_password
+from kraftform.kafka.credentials import require_password, require_passwords
 from kraftform.kafka.observe import PATTERN_TYPES, RESOURCE_TYPES
 from kraftform.kafka.quotas import alter_quotas
 from kraftform.plan import placement
@@ -93,9 +93,8 @@ def check_applicable(plan: Plan, specs: SpecSet, passwords: Mapping[str, str | N
                 raise UsageError(f"ACL {binding.describe()}: confluent-kafka cannot manage ACLs on "
                                  f"{binding.resource_type} resources or {binding.operation} operations")
     users = {u.name: u for u in specs.users}
-    for c in plan.changes:
-        if c.kind is Kind.USER and c.action is not Action.DELETE:
-            require_password(users[c.resource], passwords)
+    require_passwords([users[c.resource] for c in plan.changes
+                       if c.kind is Kind.USER and c.action is not Action.DELETE], passwords)
 
 
 def _binding_of(change: Change, specs: SpecSet) -> model.AclBinding:

@@ -73,10 +73,11 @@ def parse_connection(settings: dict[str, str], source: str) -> Connection:
             raise UsageError(f"{source}: sasl.mechanism={mechanism}: kraftform supports SCRAM-SHA-256, "
                              f"SCRAM-SHA-512 and PLAIN")
         if "sasl.jaas.config" in settings:
-            options = dict(_JAAS_OPTION.findall(settings["sasl.jaas.config"]))
+            options = {k: re.sub(r"\\(.)", r"\1", v)  # undo jaas_quote's escapes
+                       for k, v in _JAAS_OPTION.findall(settings["sasl.jaas.config"])}
             if "username" not in options or "password" not in options:
                 raise UsageError(f"{source}: sasl.jaas.config has no username=\"...\" password=\"...\"")
-            username, password = options["username"], options["password"].replace('\\"', '"')
+            username, password = options["username"], options["password"]
         else:
             username, password = need("sasl.username"), need("sasl.password")
     ca_path = settings.get("ssl.ca.location")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -36,13 +36,29 @@ def passwords(users: tuple[UserSpec, ...], pulumi_secrets: Mapping[str, str] | N
     return {u.name: read_secret(u.password, pulumi_secrets) for u in users}
 
 
+WHERE = {"env": "environment variable", "file": "file", "pulumi_config": "Pulumi config secret"}
+
+
+def missing_password(user: UserSpec) -> str:
+    """Where a user's password should be and is not: its name, never a value."""
+    return f"user {user.name!r}: the {WHERE[user.password.source]} {user.password.name} holds no password"
+
+
 def require_password(user: UserSpec, found: Mapping[str, str | None]) -> str:
     value = found.get(user.name)
     if value is None:
-        where = {"env": "environment variable", "file": "file", "pulumi_config": "Pulumi config secret"}
-        raise UsageError(f"{user.location}: user {user.name!r}: the {where[user.password.source]} "
-                         f"{user.password.name} holds no password; set it before applying")
+        raise UsageError(f"{user.location}: {missing_password(user)}; set it before applying")
     return value
+
+
+def require_passwords(users: Iterable[UserSpec], found: Mapping[str, str | None]) -> None:
+    """Every missing password at once, so one run tells the user everything to set."""
+    missing = [u for u in users if found.get(u.name) is None]
+    if len(missing) == 1:
+        require_password(missing[0], found)
+    if missing:
+        raise UsageError(f"{len(missing)} passwords are not set; nothing was applied:\n" + "\n".join(
+            f"  {u.location}: {missing_password(u)}" for u in missing))
 
 
 def logs_in(connection: Connection, user: UserSpec, password: str) -> bool:

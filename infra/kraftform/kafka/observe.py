@@ -123,10 +123,7 @@ def observe(connection: Connection) -> Observation:
     """The whole cluster, in bulk."""
     admin = Admin(connection)
     admin.requests["DescribeCluster"] += 1
-    try:
-        cluster = admin.client.describe_cluster(request_timeout=TIMEOUT).result()
-    except KafkaException as exc:
-        raise admin.failure("describe the cluster", exc) from None
+    cluster = admin.wait(admin.client.describe_cluster(request_timeout=TIMEOUT), "describe the cluster")
     brokers = {node.id: node.rack for node in cluster.nodes}
     topics, defaults = _topics(admin)
     acls, skipped = _acls(admin)

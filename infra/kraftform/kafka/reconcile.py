@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from kraftform.errors import KraftformError
 from kraftform.kafka.apply import Applier, ApplyOptions, Progress, check_applicable
 from kraftform.kafka.connect import Connection
-from kraftform.kafka.credentials import check_passwords, passwords
+from kraftform.kafka.credentials import check_passwords, missing_password, passwords
 from kraftform.kafka.observe import Observation, observe
-from kraftform.plan.changes import Plan
+from kraftform.plan.changes import Action, Kind, Plan
 from kraftform.plan.live import live_plan
 from kraftform.plan.render import render_text
 from kraftform.spec.model import SpecSet
@@ -44,8 +44,11 @@ def plan_cluster(connection: Connection, specs: SpecSet, found: Mapping[str, str
     if observation.skipped_acls:
         notes.append(f"{observation.skipped_acls} ACL binding(s) on delegation-token or user resources are not "
                      f"managed by kraftform and were left alone")
-    return LivePlan(dataclasses.replace(plan, notes=tuple(notes)), dataclasses.replace(observation, state=state),
-                    found)
+    # Users the plan creates or updates need their password; name every one that is missing (never a value).
+    needed = {c.resource for c in plan.changes if c.kind is Kind.USER and c.action is not Action.DELETE}
+    problems = tuple(missing_password(u) for u in specs.users if u.name in needed and found.get(u.name) is None)
+    return LivePlan(dataclasses.replace(plan, notes=tuple(notes), problems=problems),
+                    dataclasses.replace(observation, state=state), found)
 
 
 def apply_cluster(connection: Connection, specs: SpecSet, live: LivePlan, options: ApplyOptions,

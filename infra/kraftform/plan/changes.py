@@ -75,10 +75,12 @@ class Change:
 
 @dataclass(frozen=True)
 class Plan:
-    """`notes` are facts a reviewer should see that are not changes (topics left alone as unmanaged)."""
+    """`notes` are facts a reviewer should see that are not changes (topics left alone as unmanaged);
+    `problems` are what stops the plan from being applied as it is (a password the specs name but nobody set)."""
 
     changes: tuple[Change, ...] = ()
     notes: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, changes: list[Change], notes: tuple[str, ...] = ()) -> Plan:
@@ -102,4 +104,5 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         return {"summary": {"changes": len(self.changes), **{str(k): v for k, v in self.counts().items()},
                             "refused": len(self.refused)},
-                "changes": [c.to_dict() for c in self.changes], "notes": list(self.notes)}
+                "changes": [c.to_dict() for c in self.changes], "notes": list(self.notes),
+                "problems": list(self.problems)}

@@ -46,6 +46,7 @@ def render_text(plan: Plan) -> str:
         lines.append(f"  {SYMBOL[c.action]} [{c.safety}] {_what(c)}")
         lines.append(f"      {c.reason}")
     lines += [f"  note: {note}" for note in plan.notes]
+    lines += [f"  problem: {problem}" for problem in plan.problems]
     return "\n".join(lines) + "\n"
 
 
@@ -69,6 +70,8 @@ def render_markdown(plan: Plan) -> str:
         out.append("")
     if plan.refused:
         out += ["> **Refused changes** cannot be applied as written; see their reasons above.", ""]
+    if plan.problems:
+        out += ["### :x: Problems (apply would stop)", "", *[f"- {_cell(p)}" for p in plan.problems], ""]
     if plan.notes:
         out += ["<details><summary>Notes</summary>", "", *[f"- {_cell(n)}" for n in plan.notes], "", "</details>", ""]
     return "\n".join(out)

@@ -66,11 +66,17 @@ def _consumers(base: SpecSet, head: SpecSet) -> list[Change]:
                                   "topics", None, ", ".join(c.topics)))
             continue
         for key, a, b in _consumer_fields(old, c):
-            disruptive = key in ("topics", "group_id_prefix", "user", "sink", "profile", "starting_offsets")
+            disruptive = key in ("topics", "group_id_prefix", "user", "sink", "profile", "starting_offsets",
+                                 "query", "transform", "value", "watermark", "checkpoint")
             changes.append(Change(Action.UPDATE, Kind.CONSUMER, name,
                                   Safety.DISRUPTIVE if disruptive else Safety.SAFE,
                                   "the job restarts with a new query plan" if disruptive
                                   else "the job restarts from its checkpoint", key, a, b))
+        reset = _state_reset(base, old, head, c)
+        if reset:
+            changes.append(Change(Action.UPDATE, Kind.CONSUMER, name, Safety.DESTRUCTIVE,
+                                  f"state reset: the checkpoint cannot be reused ({'; '.join(reset)}); the job "
+                                  f"starts from a new one (consumers run --allow-destructive)", "checkpoint"))
     for name, old in before.items():
         if name not in after:
             changes.append(Change(Action.DELETE, Kind.CONSUMER, name, Safety.DISRUPTIVE,
@@ -79,8 +85,18 @@ def _consumers(base: SpecSet, head: SpecSet) -> list[Change]:
     return changes
 
 
+def _state_reset(base: SpecSet, old: ConsumerSpec, head: SpecSet, new: ConsumerSpec) -> list[str]:
+    """Why `old`'s checkpoint cannot serve `new` (both revisions are valid, so their queries analyze)."""
+    from kraftform.spark.checkpoint import incompatibilities, state_shape
+    from kraftform.spark.settings import job_settings
+
+    return incompatibilities(state_shape(old, job_settings(old, base).facts),
+                             state_shape(new, job_settings(new, head).facts))
+
+
 def _consumer_fields(old: ConsumerSpec, new: ConsumerSpec) -> list[tuple[str, str, str]]:
-    a, b = _flat(old, ""), _flat(new, "")
+    # Queries span lines; a plan line shows them on one.
+    a, b = ({k: " ".join(v.split()) for k, v in _flat(c, "").items()} for c in (old, new))
     return [(k.split(".")[0], a.get(k, ""), b.get(k, "")) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 

@@ -23,7 +23,9 @@ from kraftform.cluster.topology import Topology, topology
 from kraftform.spec.model import ClusterSpec
 
 T = TypeVar("T")
-SECRET_OUTPUTS = ["cluster_id", "ca_key", "node_keys", "admin_password", "broker_password", "controller_password"]
+#: Kept encrypted in the state. The cluster id is not among them: Kafka hands it to every client in
+#: Metadata and DescribeCluster responses, and it stands in every container's format command.
+SECRET_OUTPUTS = ["ca_key", "node_keys", "admin_password", "broker_password", "controller_password"]
 
 
 def secrets_to_outputs(s: ClusterSecrets) -> dict[str, Any]:
@@ -84,7 +86,7 @@ def secrets_inputs(spec: ClusterSpec, admin_password: pulumi.Input[str] | None) 
     """The secrets resource's inputs; the outputs it makes are declared too (as None) so they can be read."""
     return {"name": spec.name, "brokers": spec.brokers, "controllers": spec.controllers, "mode": spec.mode,
             "kafka_version": spec.kafka_version, "requested_admin_password": admin_password or "",
-            **dict.fromkeys(["ca_cert", *SECRET_OUTPUTS])}
+            **dict.fromkeys(["cluster_id", "ca_cert", *SECRET_OUTPUTS])}
 
 
 class ClusterSecretsResource(pulumi.dynamic.Resource):
@@ -125,8 +127,8 @@ class KafkaCluster(pulumi.ComponentResource):
         topo: Topology = topology(spec)
         child = pulumi.ResourceOptions(parent=self)
         self.secrets = ClusterSecretsResource(f"{name}-secrets", spec, admin_password, child)
-        outputs = pulumi.Output.all(*(getattr(self.secrets, k) for k in ["ca_cert", *SECRET_OUTPUTS]))
-        keys = ["ca_cert", *SECRET_OUTPUTS]
+        keys = ["cluster_id", "ca_cert", *SECRET_OUTPUTS]
+        outputs = pulumi.Output.all(*(getattr(self.secrets, k) for k in keys))
         # Rendered from secrets, so Pulumi would mark every field secret; only the uploaded files are (they hold
         # the keys and passwords, and are made secret below). Names, ports and the command stay readable.
         specs = pulumi.Output.unsecret(outputs.apply(lambda values: container_specs(

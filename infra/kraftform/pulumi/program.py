@@ -83,6 +83,14 @@ def _password(user: UserSpec) -> pulumi.Output[str]:
         raise pulumi.RunError(str(exc)) from None
 
 
+def admin_connection(connection: dict[str, Any]) -> dict[str, str]:
+    """The stack's admin login as an output (secret): what `kraftform stack client-files` turns into the
+    admin.properties, admin.librdkafka.conf and ca.pem that `kraftform plan`, kcat and Kafka's tools read."""
+    return {"bootstrapServers": connection["bootstrap"], "securityProtocol": connection["protocol"],
+            "saslMechanism": connection["mechanism"], "username": connection["username"],
+            "password": connection["password"]}
+
+
 @dataclass(frozen=True)
 class Stack:
     outputs: dict[str, Any]
@@ -142,6 +150,8 @@ def build(cfg: StackConfig) -> Stack:
 
     client_configs = pulumi.Output.secret(cast(Any, pulumi.Output.all(connection).apply(per_profile)))
     outputs: dict[str, Any] = {"bootstrapServers": bootstrap, "caCertificate": ca, "clientConfigs": client_configs,
+                               "adminConnection": pulumi.Output.secret(cast(Any, pulumi.Output.all(connection).apply(
+                                   lambda v: admin_connection(v[0])))),
                                "topics": sorted(t.name for t in specs.topics)}
     for key, value in outputs.items():
         pulumi.export(key, value)

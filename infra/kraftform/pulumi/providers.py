@@ -5,15 +5,20 @@ Pulumi pickles providers with dill into the stack state, so a provider holds no 
 connection settings arrive as (secret) inputs, and clients are created inside each method. Observations
 are cached per process for a few seconds, so the many resources of one `pulumi refresh` share one bulk
 read of the cluster instead of one read each.
+
+`read` reports what the cluster holds, so `pulumi refresh` (and `preview --refresh`) shows drift made
+behind Pulumi's back; `diff` compares canonical forms (ACL bindings one operation each, quota values as
+numbers), so an observed resource that matches its inputs diffs to nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import hashlib
+import os
 import tempfile
 import time
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pulumi
@@ -30,12 +35,14 @@ from pulumi.dynamic import (
 from kraftform.errors import KraftformError
 from kraftform.kafka.apply import Applier, ApplyOptions
 from kraftform.kafka.connect import Connection
+from kraftform.kafka.credentials import check_passwords
 from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import SETTLE_S, apply_cluster, plan_cluster
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.plan.state import ClusterState
 from kraftform.spec.model import (
     DEFAULT_ENTITY,
+    AclBinding,
     AclSpec,
     ClusterSpec,
     PrincipalSpec,
@@ -53,18 +60,21 @@ OBSERVATION_TTL_S = 5.0
 _observations: dict[str, tuple[float, ClusterState]] = {}
 
 
-def connection_of(props: dict[str, Any]) -> Connection:
-    """`ca_pem` (a cluster made by the stack) is written to a file librdkafka can read; `ca_path` is used as is."""
+@contextlib.contextmanager
+def connection_of(props: dict[str, Any]) -> Iterator[Connection]:
+    """The connection for one provider call. `ca_pem` (a cluster made by the stack) is written to a private
+    temporary file librdkafka can read, removed when the call ends, so nothing is left behind in /tmp;
+    `ca_path` (an existing cluster's CA) is used as is."""
     c = props["connection"]
-    ca_path = c.get("ca_path")
-    if c.get("ca_pem"):
-        digest = hashlib.sha256(c["ca_pem"].encode()).hexdigest()[:16]
-        path = Path(tempfile.gettempdir()) / f"kraftform-ca-{digest}.pem"
-        if not path.is_file():
-            path.write_text(c["ca_pem"])
-        ca_path = str(path)
-    return Connection(c["bootstrap"], c.get("protocol", "SASL_SSL"), c.get("mechanism"), c.get("username"),
-                      c.get("password"), ca_path)
+    with contextlib.ExitStack() as cleanup:
+        ca_path = c.get("ca_path")
+        if c.get("ca_pem"):
+            fd, ca_path = tempfile.mkstemp(prefix="kraftform-ca-", suffix=".pem")
+            cleanup.callback(os.unlink, ca_path)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(c["ca_pem"])
+        yield Connection(c["bootstrap"], c.get("protocol", "SASL_SSL"), c.get("mechanism"), c.get("username"),
+                         c.get("password"), ca_path)
 
 
 def observed(connection: Connection, fresh: bool = False, wait_s: float = 180.0) -> ClusterState:
@@ -107,10 +117,13 @@ class TopicProvider(ResourceProvider):
                 config[key] = normalize_topic_config(key, value)
             except ValueError as exc:
                 failures.append(CheckFailure(f"config.{key}", str(exc)))
-        if _olds and int(news["partitions"]) < int(_olds.get("partitions", 0)):
+        # The engine hands numbers over as floats (protobuf Struct): compare and print them as the integers they are.
+        old, new = int(_olds.get("partitions", 0)) if _olds else 0, int(news["partitions"])
+        if new < old:
             failures.append(CheckFailure("partitions", (
-                f"topic {news['name']}: partitions {_olds['partitions']} -> {news['partitions']} refused: Kafka "
-                f"cannot decrease partitions, and kraftform never deletes and recreates a topic")))
+                f"topic {news['name']}: partitions {old} -> {new} refused: Kafka cannot decrease partitions, "
+                f"and kraftform never deletes and recreates a topic. Growing them was applied (keys remapped); "
+                f"to go back, keep {old} in the specs")))
         return CheckResult({**news, "config": config}, failures)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
@@ -123,11 +136,11 @@ class TopicProvider(ResourceProvider):
     def _reconcile(self, props: dict[str, Any]) -> dict[str, Any]:
         """The CLI's loop scoped to this topic: plan, apply (refused changes still stop it; `pulumi up`
         already showed the diff and asked), then observe until the topic matches."""
-        connection = connection_of(props)
-        specs = _scoped(_topic(props), observed(connection))
-        apply_cluster(connection, specs, plan_cluster(connection, specs, {}), ApplyOptions(allow_destructive=True),
-                      lambda _m: None)
-        _observations.pop(connection.bootstrap, None)
+        with connection_of(props) as connection:
+            specs = _scoped(_topic(props), observed(connection))
+            apply_cluster(connection, specs, plan_cluster(connection, specs, {}),
+                          ApplyOptions(allow_destructive=True), lambda _m: None)
+            _observations.pop(connection.bootstrap, None)
         return props
 
     def create(self, props: dict[str, Any]) -> CreateResult:
@@ -137,7 +150,8 @@ class TopicProvider(ResourceProvider):
         return UpdateResult(self._reconcile(news))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        state = observed(connection_of(props), fresh=True)
+        with connection_of(props) as connection:
+            state = observed(connection, fresh=True)
         current = state.topics.get(id_)
         if current is None:
             return ReadResult(None, {})  # gone: Pulumi will plan to create it again
@@ -145,18 +159,18 @@ class TopicProvider(ResourceProvider):
                                 "replication_factor": current.replication_factor, "config": dict(current.config)})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        connection = connection_of(props)
-        state = observed(connection, fresh=True)
-        if id_ not in state.topics:
-            return
-        plan = Plan.of([Change(Action.DELETE, Kind.TOPIC, id_, Safety.DESTRUCTIVE, "removed from the stack")])
-        specs = dataclasses.replace(_scoped(_topic(props), state), topics=())
-        Applier(connection, specs, state, {}, ApplyOptions(allow_destructive=True), lambda _m: None).run(plan)
-        # Brokers learn of the deletion a moment after the controller commits it.
-        deadline = time.monotonic() + SETTLE_S
-        while id_ in observed(connection, fresh=True).topics and time.monotonic() < deadline:
-            time.sleep(0.5)
-        _observations.pop(connection.bootstrap, None)
+        with connection_of(props) as connection:
+            state = observed(connection, fresh=True)
+            if id_ not in state.topics:
+                return
+            plan = Plan.of([Change(Action.DELETE, Kind.TOPIC, id_, Safety.DESTRUCTIVE, "removed from the stack")])
+            specs = dataclasses.replace(_scoped(_topic(props), state), topics=())
+            Applier(connection, specs, state, {}, ApplyOptions(allow_destructive=True), lambda _m: None).run(plan)
+            # Brokers learn of the deletion a moment after the controller commits it.
+            deadline = time.monotonic() + SETTLE_S
+            while id_ in observed(connection, fresh=True).topics and time.monotonic() < deadline:
+                time.sleep(0.5)
+            _observations.pop(connection.bootstrap, None)
 
 
 class Topic(pulumi.dynamic.Resource):
@@ -189,6 +203,21 @@ def _access_specs(props: dict[str, Any], brokers: int) -> tuple[SpecSet, dict[st
                    principals=principals), found
 
 
+def _bindings(acls: Any) -> frozenset[AclBinding]:
+    """ACL inputs (grouped operations, as the specs write them) as Kafka's bindings, one operation each."""
+    return frozenset(b for a in acls or () for b in AclSpec(
+        a["principal"], a["resource_type"], a["resource_name"], a["pattern_type"], tuple(a["operations"]),
+        a["permission"], a["host"]).bindings())
+
+
+def _quota_values(quotas: Any) -> dict[tuple[str | None, str | None], dict[str, float]]:
+    return {(q.get("user"), q.get("client_id")): {k: float(v) for k, v in q["values"].items()} for q in quotas or ()}
+
+
+def _user_facts(user: Any) -> tuple[Any, ...] | None:
+    return None if not user else (user["name"], user["mechanism"], int(user["iterations"]), user.get("password"))
+
+
 class AccessProvider(ResourceProvider):
     """Everything of one principal: its SCRAM credential, ACL bindings and quotas, planned and applied by
     `kraftform apply`'s code scoped to that principal. Deleting the resource removes them all (the
@@ -196,16 +225,17 @@ class AccessProvider(ResourceProvider):
     to no principal, are set by a resource without a principal and left in place when it goes."""
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = any(olds.get(k) != news.get(k) for k in ("user", "acls", "quotas"))
+        changed = [key for key, canonical in (("user", _user_facts), ("acls", _bindings), ("quotas", _quota_values))
+                   if canonical(olds.get(key)) != canonical(news.get(key))]
         replaces = ["principal"] if olds.get("principal") != news.get("principal") else []
-        return DiffResult(changes=changed or bool(replaces), replaces=replaces, delete_before_replace=True)
+        return DiffResult(changes=bool(changed or replaces), replaces=replaces, delete_before_replace=True)
 
     def _reconcile(self, props: dict[str, Any]) -> None:
-        connection = connection_of(props)
-        specs, found = _access_specs(props, len(observed(connection).brokers))
-        live = plan_cluster(connection, specs, found)
-        apply_cluster(connection, specs, live, ApplyOptions(allow_destructive=True), lambda _m: None)
-        _observations.pop(connection.bootstrap, None)
+        with connection_of(props) as connection:
+            specs, found = _access_specs(props, len(observed(connection).brokers))
+            live = plan_cluster(connection, specs, found)
+            apply_cluster(connection, specs, live, ApplyOptions(allow_destructive=True), lambda _m: None)
+            _observations.pop(connection.bootstrap, None)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         self._reconcile(props)
@@ -214,6 +244,33 @@ class AccessProvider(ResourceProvider):
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         self._reconcile(news)
         return UpdateResult(news)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """What the cluster holds for this principal, in the inputs' shape where it matches them (so a
+        refresh without drift changes nothing) and one binding per operation where it does not. A user
+        whose stored password no longer logs in reads back without it, so the next update sets it again."""
+        principal = props.get("principal")
+        with connection_of(props) as connection:
+            state = observed(connection, fresh=True)
+            specs, found = _access_specs(props, len(state.brokers))
+            state = check_passwords(connection, state, specs.users, found)
+        current_acls = frozenset(b for b in state.acls if principal is not None and b.principal == principal)
+        acls = props.get("acls") or [] if current_acls == _bindings(props.get("acls")) else [
+            {"principal": b.principal, "resource_type": b.resource_type, "resource_name": b.resource_name,
+             "pattern_type": b.pattern_type, "operations": [b.operation], "permission": b.permission,
+             "host": b.host} for b in sorted(current_acls, key=lambda b: dataclasses.astuple(b))]
+        name = principal.removeprefix("User:") if principal else None
+        ours = (lambda e: e.user == name) if name else (lambda e: e.user in (None, DEFAULT_ENTITY))
+        current_quotas = {(e.user, e.client_id): dict(v) for e, v in state.quotas.items() if ours(e)}
+        quotas = props.get("quotas") or [] if current_quotas == _quota_values(props.get("quotas")) else [
+            {"user": u, "client_id": c, "values": v}
+            for (u, c), v in sorted(current_quotas.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or ""))]
+        user = props.get("user")
+        if user:
+            live = state.users.get(user["name"])
+            user = None if live is None else {**user, "mechanism": live.mechanism, "iterations": live.iterations,
+                                               "password": None if live.password_ok is False else user["password"]}
+        return ReadResult(id_, {**props, "acls": acls, "quotas": quotas, "user": user})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         self._reconcile({**props, "user": None, "acls": [], "quotas": []})

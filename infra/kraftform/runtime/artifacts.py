@@ -1,20 +1,22 @@
-"""Apache Kafka's jars from Maven Central, laid out like the official image's /opt/kafka/libs.
+"""Jars from Maven Central: Apache Kafka, laid out like the official image's /opt/kafka/libs, and Spark's Kafka
+connector for pyspark.
 
 Kafka is in neither Debian nor PyPI, and there is no image registry to pull from; Maven Central has every
-jar. A generated pom names the server, the tools and a logging binding, and `mvn dependency:copy-dependencies`
-fills a cache directory once per version. The same directory feeds the local runtime and the image build.
+jar. A generated pom names what is wanted, and `mvn dependency:copy-dependencies` fills a cache directory
+once per version. The same directories feed the local runtimes and the image builds.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 from kraftform.cluster.config import LOG4J2_CONFIG, LOG4J2_FILE
 from kraftform.errors import KraftformError
-from kraftform.versions import KAFKA_VERSION, LOG4J_VERSION
+from kraftform.versions import KAFKA_VERSION, LOG4J_VERSION, SCALA_BINARY, SPARK_VERSION
 
 
 #: Artifacts of a Kafka installation (group, artifact, version); their dependencies come along.
@@ -30,15 +32,15 @@ def kafka_artifacts(version: str = KAFKA_VERSION) -> tuple[tuple[str, str, str],
 
 
 
-def render_pom(version: str = KAFKA_VERSION) -> str:
+def render_pom(artifacts: tuple[tuple[str, str, str], ...], name: str, version: str) -> str:
     deps = "\n".join(
         f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
-        for g, a, v in kafka_artifacts(version))
+        for g, a, v in artifacts)
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>dev.kraftform</groupId>
-  <artifactId>kafka-distribution</artifactId>
+  <artifactId>{name}</artifactId>
   <version>{version}</version>
   <packaging>pom</packaging>
   <dependencies>
@@ -57,32 +59,60 @@ def kafka_home(version: str = KAFKA_VERSION) -> Path:
     return cache_root() / f"kafka-{version}"
 
 
-def ensure_kafka(version: str = KAFKA_VERSION) -> Path:
-    """Download Kafka's jars once (idempotent: a complete install is reused); returns the Kafka home."""
-    home = kafka_home(version)
+def _resolve(home: Path, artifacts: tuple[tuple[str, str, str], ...], what: str, expected_jar: str,
+             extra_files: dict[str, str] | None = None) -> Path:
+    """Fill `home/libs` with `artifacts` and their runtime dependencies, once (a complete directory is reused);
+    staged beside it and renamed, so an interrupted download never looks complete."""
     marker = home / ".complete"
     if marker.is_file():
         return home
     if shutil.which("mvn") is None:
-        raise KraftformError("Maven (`mvn`) is needed to fetch Kafka from Maven Central; install it "
+        raise KraftformError(f"Maven (`mvn`) is needed to fetch {what} from Maven Central; install it "
                              "(apt-get install maven)")
     staging = home.with_name(home.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "libs").mkdir(parents=True)
-    (staging / "config").mkdir()
-    (staging / "pom.xml").write_text(render_pom(version))
-    (staging / "config" / LOG4J2_FILE).write_text(LOG4J2_CONFIG)
+    for relative, content in (extra_files or {}).items():
+        (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+        (staging / relative).write_text(content)
+    (staging / "pom.xml").write_text(render_pom(artifacts, home.name, "1"))
     done = subprocess.run(
         ["mvn", "-B", "-q", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
          f"-DoutputDirectory={staging / 'libs'}", "-DincludeScope=runtime"],
         capture_output=True, text=True, check=False)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
-        raise KraftformError(f"fetching Kafka {version} from Maven Central failed:\n{tail}")
-    if not any((staging / "libs").glob(f"kafka_2.13-{version}.jar")):
-        raise KraftformError(f"Maven finished but kafka_2.13-{version}.jar is missing from {staging / 'libs'}")
-    marker_tmp = staging / ".complete"
-    marker_tmp.write_text(version)
+        raise KraftformError(f"fetching {what} from Maven Central failed:\n{tail}")
+    if not (staging / "libs" / expected_jar).is_file():
+        raise KraftformError(f"Maven finished but {expected_jar} is missing from {staging / 'libs'}")
+    (staging / ".complete").write_text(what)
     shutil.rmtree(home, ignore_errors=True)
     staging.rename(home)
     return home
+
+
+def ensure_kafka(version: str = KAFKA_VERSION) -> Path:
+    """Download Kafka's jars once (idempotent: a complete install is reused); returns the Kafka home."""
+    return _resolve(kafka_home(version), kafka_artifacts(version), f"Kafka {version}", f"kafka_2.13-{version}.jar",
+                    {f"config/{LOG4J2_FILE}": LOG4J2_CONFIG})
+
+
+#: Spark's Kafka source and sink; its dependencies (kafka-clients, commons-pool2, ...) come along.
+def connector_artifact(version: str = SPARK_VERSION) -> tuple[str, str, str]:
+    return ("org.apache.spark", f"spark-sql-kafka-0-10_{SCALA_BINARY}", version)
+
+
+def _artifact_id(jar: str) -> str:
+    """`kafka-clients-3.9.2.jar` -> `kafka-clients`: the name without its version."""
+    return re.sub(r"-\d[\w.\-]*\.jar$", "", jar)
+
+
+def connector_jars(pyspark_jars: Path, version: str = SPARK_VERSION) -> list[Path]:
+    """The connector's runtime jars that pyspark does not already ship (4 of 13 at 4.2.0: the connector, its
+    token provider, kafka-clients, commons-pool2). The others are older copies of pyspark's own (scala-library,
+    slf4j, snappy, lz4, hadoop-client); passing them too would put two versions on one classpath."""
+    _, artifact, _ = connector_artifact(version)
+    home = _resolve(cache_root() / f"spark-kafka-{version}", (connector_artifact(version),),
+                    f"Spark's Kafka connector {version}", f"{artifact}-{version}.jar")
+    shipped = {_artifact_id(p.name) for p in pyspark_jars.glob("*.jar")}
+    return sorted(p for p in (home / "libs").glob("*.jar") if _artifact_id(p.name) not in shipped)

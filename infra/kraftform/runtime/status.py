@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from confluent_kafka import KafkaException
+
 from kraftform.errors import KraftformError
 from kraftform.runtime.deployment import Deployment, admin_config
 from kraftform.runtime.health import ClusterHealth, describe_health
@@ -55,5 +57,14 @@ class ClusterStatus:
 
 
 def cluster_status(deployment: Deployment, state_dir: Path) -> ClusterStatus:
-    return ClusterStatus(describe_health({**admin_config(state_dir), "log_level": "0"}),
-                         quorum_status(deployment, state_dir), deployment.brokers)
+    """The cluster's health; an unreachable cluster or a refused login is an error naming the cause (it was a
+    Python traceback after a 10 s timeout)."""
+    from kraftform.kafka.admin import Admin
+    from kraftform.kafka.connect import read_connection
+
+    Admin(read_connection(state_dir / "admin.librdkafka.conf")).metadata(timeout=10.0)
+    try:
+        health = describe_health({**admin_config(state_dir), "log_level": "0"})
+    except (KafkaException, TimeoutError) as exc:
+        raise KraftformError(f"cannot read the health of the cluster at {deployment.bootstrap}: {exc}") from None
+    return ClusterStatus(health, quorum_status(deployment, state_dir), deployment.brokers)

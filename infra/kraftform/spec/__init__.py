@@ -1,6 +1,6 @@
-"""Spec files: YAML with positions, JSON Schema validation, the typed model and cross-reference checks."""
+"""Spec files: YAML with positions, JSON Schema validation, the typed model and cross-reference checks.
 
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import SpecSet
-
-__all__ = ["SpecSet", "load_specs"]
+Nothing is imported here: `spec.model` is a leaf that checks elsewhere (the Spark query analysis) import,
+and loading it must not pull in the loader, which imports those checks. Use `kraftform.spec.loader.load_specs`
+and `kraftform.spec.model`.
+"""

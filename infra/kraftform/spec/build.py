@@ -15,6 +15,7 @@ from typing import Any, cast
 from kraftform.errors import Location, Problem
 from kraftform.profiles import BUILTIN_PROFILES, merge_profile
 from kraftform.spec.model import (
+    REALTIME,
     AclSpec,
     ClusterDefaults,
     ClusterSpec,
@@ -34,6 +35,8 @@ from kraftform.spec.model import (
     SpecSet,
     TopicSpec,
     UserSpec,
+    ValueFormat,
+    Watermark,
 )
 from kraftform.spec.yamlsource import JsonPath, SourceDoc
 from kraftform.topic_configs import normalize_topic_config
@@ -90,7 +93,8 @@ class Builder:
             self.problems.append(Problem(where, str(exc)))
             return None
 
-    def _topic_config(self, entry: Entry, *path: str | int) -> dict[str, str]:
+    def _topic_config(self, entry: Entry, *path: str | int, owner: str = "") -> dict[str, str]:
+        """Topic config keys normalized; `owner` ("topic 'x'") prefixes each problem with what it belongs to."""
         raw = entry.data
         for part in path:
             raw = raw.get(part) if isinstance(raw, dict) else None
@@ -99,7 +103,7 @@ class Builder:
             try:
                 out[key] = normalize_topic_config(key, value)
             except ValueError as exc:
-                self.problems.append(Problem(entry.at(*path, key), str(exc)))
+                self.problems.append(Problem(entry.at(*path, key), f"{owner}: {exc}" if owner else str(exc)))
         return out
 
     def cluster(self, entry: Entry) -> ClusterSpec:
@@ -233,7 +237,7 @@ class Builder:
         return TopicSpec(
             name=d["name"], partitions=d["partitions"],
             replication_factor=rf or cluster.defaults.replication_factor,
-            config={**base, **self._topic_config(entry, "config")},
+            config={**base, **self._topic_config(entry, "config", owner=f"topic {d['name']!r}")},
             profile=d.get("profile"), description=d.get("description", ""), owner=d.get("owner"),
             expected_write_bytes_per_s=None if rate is None else self._convert(
                 parse_rate, rate, entry.at("expected_write_rate")),
@@ -244,14 +248,23 @@ class Builder:
         d = entry.data
         sink = d["sink"]
         trigger = d.get("trigger")
+        value = d.get("value") or {}
+        watermark = d.get("watermark")
+        delay = None if watermark is None else self._convert(parse_duration_ms, watermark["delay"],
+                                                             entry.at("watermark", "delay"))
         return ConsumerSpec(
             name=d["name"], topics=tuple(d["topics"]), user=d["user"],
             sink=SinkSpec(sink["type"], sink.get("path"), sink.get("topic")),
             group_id_prefix=d.get("group_id_prefix", d["name"]), profile=d.get("profile", "balanced"),
-            trigger_ms=None if trigger is None else self._convert(parse_duration_ms, trigger, entry.at("trigger")),
+            trigger=trigger if trigger in (None, REALTIME) else self._convert(
+                parse_duration_ms, trigger, entry.at("trigger")),
             starting_offsets=d.get("starting_offsets", "latest"),
-            max_offsets_per_trigger=d.get("max_offsets_per_trigger"),
-            options=plain_settings(d.get("options")), location=entry.at(),
+            max_offsets_per_trigger=d.get("max_offsets_per_trigger"), cores=d.get("cores", 2),
+            value=ValueFormat(value.get("format", "string"), value.get("schema")),
+            watermark=None if watermark is None or delay is None else Watermark(watermark["column"], delay),
+            query=d.get("query"), transform=d.get("transform"), checkpoint=d.get("checkpoint"),
+            options=plain_settings(d.get("options")), description=d.get("description", ""), location=entry.at(),
+            query_location=entry.at("query") if "query" in d else entry.at(),
         )
 
     def quota(self, entry: Entry) -> QuotaSpec:

@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from kraftform.errors import Location, Problem
-from kraftform.spec.model import DEFAULT_ENTITY, AclSpec, SpecSet, TopicSpec
+from kraftform.spark.query import KAFKA_SINK_COLUMNS, QueryError, input_columns
+from kraftform.spark.settings import SettingsError, job_settings
+from kraftform.spec.model import DEFAULT_ENTITY, AclSpec, ConsumerSpec, SpecSet, TopicSpec
 from kraftform.versions import SUPPORTED_KAFKA_VERSIONS
 
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -111,17 +113,19 @@ def check_topic_names(s: SpecSet) -> Iterator[Problem]:
 
 def check_topic_replication(s: SpecSet) -> Iterator[Problem]:
     for t in s.topics:
+        named = f"topic {t.name!r}"  # besides file:line and the path: `$.topics[5]` alone names nothing
         if t.profile is not None and t.profile not in s.profiles:
-            yield Problem(t.location, f"unknown profile {t.profile!r} (known: {', '.join(sorted(s.profiles))})")
+            yield Problem(t.location, f"{named}: unknown profile {t.profile!r} "
+                                      f"(known: {', '.join(sorted(s.profiles))})")
         if t.replication_factor > s.cluster.brokers:
-            yield Problem(t.location, f"replication factor {t.replication_factor} exceeds the "
+            yield Problem(t.location, f"{named}: replication factor {t.replication_factor} exceeds the "
                                       f"{s.cluster.brokers} brokers of cluster {s.cluster.name!r}")
         min_isr = int(t.config.get("min.insync.replicas", s.cluster.defaults.min_insync_replicas))
         if min_isr > t.replication_factor:
-            yield Problem(t.location, f"min.insync.replicas {min_isr} exceeds the replication factor "
+            yield Problem(t.location, f"{named}: min.insync.replicas {min_isr} exceeds the replication factor "
                                       f"{t.replication_factor}: producers with acks=all could never write")
         if t.profile == "durability" and (t.replication_factor < 3 or min_isr < 2):
-            yield Problem(t.location, f"the durability profile needs replication factor >= 3 and "
+            yield Problem(t.location, f"{named}: the durability profile needs replication factor >= 3 and "
                                       f"min.insync.replicas >= 2, got {t.replication_factor} and {min_isr}")
 
 
@@ -174,24 +178,83 @@ def check_consumers(s: SpecSet) -> Iterator[Problem]:
     topics = {t.name for t in s.topics}
     users = {u.name for u in s.users}
     for c in s.consumers:
+        named = f"consumer {c.name!r}"
         for name in c.topics:
             if name not in topics:
-                yield Problem(c.location, f"consumer {c.name!r} reads undeclared topic {name!r}")
+                yield Problem(c.location, f"{named} reads undeclared topic {name!r}")
             elif c.user in users and not _allows(s.acls, c.user, "topic", name, "read"):
-                yield Problem(c.location, f"user {c.user!r} has no ACL allowing read on topic {name!r}; "
+                yield Problem(c.location, f"{named}: user {c.user!r} has no ACL allowing read on topic {name!r}; "
                                           f"the authorizer denies by default")
         if c.user not in users:
-            yield Problem(c.location, f"consumer {c.name!r} runs as undeclared user {c.user!r}")
+            yield Problem(c.location, f"{named} runs as undeclared user {c.user!r}")
         elif not _allows(s.acls, c.user, "group", f"{c.group_id_prefix}-0", "read"):
-            yield Problem(c.location, f"user {c.user!r} has no ACL allowing read on consumer groups "
+            yield Problem(c.location, f"{named}: user {c.user!r} has no ACL allowing read on consumer groups "
                                       f"{c.group_id_prefix!r}* (a prefixed group ACL is usual)")
-        if c.profile not in s.profiles:
-            yield Problem(c.location, f"unknown profile {c.profile!r} (known: {', '.join(sorted(s.profiles))})")
         if c.sink.type == "parquet" and not c.sink.path:
-            yield Problem(c.location, "a parquet sink needs `sink.path`")
-        if c.sink.type == "kafka" and c.sink.topic not in topics:
-            yield Problem(c.location, f"a kafka sink needs `sink.topic` naming a declared topic, "
-                                      f"got {c.sink.topic!r}")
+            yield Problem(c.location, f"{named}: a parquet sink needs `sink.path`")
+        if c.sink.type == "kafka":
+            if c.sink.topic not in topics:
+                yield Problem(c.location, f"{named}: a kafka sink needs `sink.topic` naming a declared topic, "
+                                          f"got {c.sink.topic!r}")
+            elif c.user in users and not _allows(s.acls, c.user, "topic", c.sink.topic, "write"):
+                yield Problem(c.location, f"{named}: user {c.user!r} has no ACL allowing write on its sink topic "
+                                          f"{c.sink.topic!r}")
+        if c.profile not in s.profiles:
+            yield Problem(c.location, f"{named}: unknown profile {c.profile!r} "
+                                      f"(known: {', '.join(sorted(s.profiles))})")
+        else:
+            yield from _check_pipeline(s, c, users)
+
+
+def _check_pipeline(s: SpecSet, c: ConsumerSpec, users: set[str]) -> Iterator[Problem]:
+    """The query, its columns and its state, against the `input` view and the sink (no JVM: sqlglot)."""
+    named = f"consumer {c.name!r}"
+    if c.value.format == "json" and not c.value.schema:
+        yield Problem(c.location, f"{named}: value format json needs `value.schema` (Spark DDL: `id STRING, ...`)")
+        return
+    try:
+        columns = input_columns(c)
+    except QueryError as exc:
+        yield Problem(c.location, f"{named}: value.schema: {exc}")
+        return
+    try:
+        settings = job_settings(c, s)
+    except QueryError as exc:
+        yield Problem(c.query_location, f"{named}: {exc}")
+        return
+    except SettingsError as exc:
+        yield Problem(c.location, f"{named}: {exc}")
+        return
+    facts = settings.facts
+    if c.watermark is not None:
+        kind = columns.get(c.watermark.column)
+        if kind is None:
+            yield Problem(c.location, f"{named}: watermark column {c.watermark.column!r} is not an input column")
+        elif kind.upper() != "TIMESTAMP":
+            yield Problem(c.location, f"{named}: watermark column {c.watermark.column!r} is {kind}, not TIMESTAMP")
+    if facts.stateful and c.sink.type != "console":
+        if c.watermark is None:
+            yield Problem(c.query_location, f"{named}: an aggregation on a stream needs a `watermark` (append mode "
+                                            f"writes a group once the watermark passes its window)")
+        elif facts.window_column != c.watermark.column:
+            yield Problem(c.query_location, f"{named}: group by window({c.watermark.column}, ...) or "
+                                            f"session_window({c.watermark.column}, ...): without a window over the "
+                                            f"watermark column, groups never close and nothing is written")
+    if c.sink.type == "kafka":
+        outputs = set(facts.output_columns)
+        if "value" not in outputs:
+            yield Problem(c.query_location, f"{named}: a kafka sink needs a `value` column "
+                                            f"(selected: {', '.join(facts.output_columns)})")
+        extra = sorted(outputs - set(KAFKA_SINK_COLUMNS))
+        if extra:
+            yield Problem(c.query_location, f"{named}: a kafka sink writes {', '.join(KAFKA_SINK_COLUMNS)}; also "
+                                            f"selected: {', '.join(extra)} (fold them into value, e.g. "
+                                            f"to_json(named_struct(...)))")
+        if settings.exactly_once and c.user in users and not _allows(
+                s.acls, c.user, "transactional_id", settings.transactional_id, "write"):
+            yield Problem(c.location, f"{named}: the exactly-once kafka sink writes in transactions as "
+                                      f"{settings.transactional_id!r}; user {c.user!r} has no ACL allowing write on "
+                                      f"that transactional_id (a prefixed {c.group_id_prefix!r} ACL is usual)")
 
 
 CHECKS: tuple[Callable[[SpecSet], Iterator[Problem]], ...] = (

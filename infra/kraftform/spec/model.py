@@ -234,24 +234,54 @@ class PrincipalSpec:
 
 @dataclass(frozen=True)
 class SinkSpec:
-    type: Literal["console", "parquet", "kafka", "memory"]
+    type: Literal["kafka", "parquet", "console", "noop"]
     path: str | None = None
     topic: str | None = None
 
 
 @dataclass(frozen=True)
+class ValueFormat:
+    """How a consumer reads record values: JSON with a Spark DDL schema, or the raw string."""
+
+    format: Literal["json", "string"] = "string"
+    schema: str | None = None
+
+
+@dataclass(frozen=True)
+class Watermark:
+    column: str
+    delay_ms: int
+
+
+#: The trigger value that asks for Spark's Real-time Mode instead of micro-batches.
+REALTIME = "realtime"
+
+
+@dataclass(frozen=True)
 class ConsumerSpec:
+    """A streaming pipeline: topics -> parsed `input` view -> SQL and/or a Python transform -> sink."""
+
     name: str
     topics: tuple[str, ...]
     user: str
     sink: SinkSpec
     group_id_prefix: str
     profile: str = "balanced"
-    trigger_ms: int | None = None
+    #: Milliseconds between micro-batches, REALTIME, or None (the profile decides).
+    trigger: int | str | None = None
     starting_offsets: Literal["earliest", "latest"] = "latest"
     max_offsets_per_trigger: int | None = None
+    cores: int = 2
+    value: ValueFormat = ValueFormat()
+    watermark: Watermark | None = None
+    query: str | None = None
+    transform: str | None = None
+    checkpoint: str | None = None
     options: Settings = field(default_factory=dict)
+    description: str = ""
     location: Location = _loc()
+    #: Where the query text starts (the line of its first character), for SQL errors.
+    query_location: Location = _loc()
 
 
 @dataclass(frozen=True)

@@ -1,113 +1,56 @@
 """The dynamic providers in Pulumi's own provider host (`python -m pulumi.dynamic`, a process of its own),
-driven over gRPC in the engine's order and with the engine's arguments: Check gets old and new inputs,
-Diff and Update get the old *outputs*, Delete gets the outputs. The host unpickles each provider with dill
-from the `__provider` property, so this also proves kraftform imports where Pulumi runs it."""
+started as the engine's launcher starts it (in the program's directory, with the interpreter Pulumi.yaml's
+`virtualenv` names, resolved as the launcher resolves it) and driven over gRPC in the engine's order and with
+the engine's arguments: Check gets old and new inputs, Diff and Update get the old *outputs*, Read (refresh)
+gets outputs and inputs, Delete gets the outputs. The host unpickles each provider with dill from the
+`__provider` property, so this also proves kraftform imports where Pulumi runs it."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import subprocess
-import sys
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
-from pulumi.dynamic import ResourceProvider
-from pulumi.dynamic.dynamic import serialize_provider
-from pulumi.runtime import proto, rpc
-from pulumi.runtime.proto import provider_pb2_grpc
+from pulumi.runtime import proto
 
 from kraftform.kafka.connect import read_connection
 from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
 from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
 from kraftform.pulumi.providers import AccessProvider, TopicProvider
+from kraftform.runtime.tools import ACLS, CONFIGS, run_kafka_tool
 from kraftform.spec.loader import load_specs
 from kraftform.spec.model import QuotaEntity, SecretRef, UserSpec
 
-from ...conftest import EXAMPLE_SPECS
+from ...conftest import EXAMPLE_SPECS, REPO
 from ..conftest import LiveCluster, unique
+from .engine import LaunchError, ProviderHost, launch_command
 from .test_providers import connection_props
 
 pytestmark = pytest.mark.integration
-URN = "urn:pulumi:dev::kraftform::pulumi-python:dynamic:Resource::{}"
 
 
-def wire(props: dict[str, Any]) -> Any:
-    """Properties as the engine sends them (a protobuf Struct; secrets already plain: the dynamic provider
-    host does not accept secrets)."""
-    # A loop of its own, as the provider host does: asyncio.run() would leave this thread without a current
-    # loop, and the Pulumi SDK (the mock tests that follow) asks for one.
-    loop = asyncio.new_event_loop()
-    try:
-        return loop.run_until_complete(rpc.serialize_properties(props, {}))
-    finally:
-        loop.close()
+def test_the_launcher_finds_the_projects_interpreter_from_the_programs_directory() -> None:
+    launch = launch_command(REPO)
+    assert launch.cwd == REPO / "infra"
+    assert Path(launch.argv[0]).resolve() == (REPO / ".venv" / "bin" / "python").resolve()
 
 
-def unwire(struct: Any) -> dict[str, Any]:
-    return {k: v for k, v in rpc.deserialize_properties(struct).items() if k != "__provider"}
-
-
-class ProviderHost:
-    """One provider host process, as the engine starts it; resources keep their state here between calls."""
-
-    def __init__(self, cwd: Path) -> None:
-        self.process = subprocess.Popen([sys.executable, "-u", "-m", "pulumi.dynamic"], cwd=cwd,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        env={**os.environ, "PULUMI_PROJECT": "kraftform"})
-        assert self.process.stdout is not None
-        port = int(self.process.stdout.readline())
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        self.stub = provider_pb2_grpc.ResourceProviderStub(self.channel)
-        self.stub.Configure(proto.ConfigureRequest(args=wire({})))
-
-    def check(self, provider: ResourceProvider, name: str, olds: dict[str, Any], news: dict[str, Any]
-              ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-        code = serialize_provider(provider)
-        old = wire({**olds, "__provider": code}) if olds else wire({})
-        response = self.stub.Check(proto.CheckRequest(urn=URN.format(name), olds=old,
-                                                      news=wire({**news, "__provider": code})))
-        return unwire(response.inputs), [(f.property, f.reason) for f in response.failures]
-
-    def create(self, provider: ResourceProvider, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        code = serialize_provider(provider)
-        response = self.stub.Create(proto.CreateRequest(urn=URN.format(name),
-                                                        properties=wire({**inputs, "__provider": code})))
-        return response.id, unwire(response.properties)
-
-    def diff(self, provider: ResourceProvider, name: str, id_: str, outputs: dict[str, Any],
-             inputs: dict[str, Any]) -> Any:
-        code = serialize_provider(provider)
-        return self.stub.Diff(proto.DiffRequest(id=id_, urn=URN.format(name),
-                                                olds=wire({**outputs, "__provider": code}),
-                                                news=wire({**inputs, "__provider": code})))
-
-    def update(self, provider: ResourceProvider, name: str, id_: str, outputs: dict[str, Any],
-               inputs: dict[str, Any]) -> dict[str, Any]:
-        code = serialize_provider(provider)
-        response = self.stub.Update(proto.UpdateRequest(id=id_, urn=URN.format(name),
-                                                        olds=wire({**outputs, "__provider": code}),
-                                                        news=wire({**inputs, "__provider": code})))
-        return unwire(response.properties)
-
-    def delete(self, provider: ResourceProvider, name: str, id_: str, outputs: dict[str, Any]) -> None:
-        code = serialize_provider(provider)
-        self.stub.Delete(proto.DeleteRequest(id=id_, urn=URN.format(name),
-                                             properties=wire({**outputs, "__provider": code})))
-
-    def close(self) -> None:
-        self.channel.close()
-        self.process.kill()
-        self.process.wait()
+def test_a_virtualenv_only_the_language_host_finds_is_refused_as_the_launcher_refuses_it(tmp_path: Path) -> None:
+    """The layout that failed the real `pulumi up`: the venv beside Pulumi.yaml, nothing in the program's dir."""
+    shutil.copy(REPO / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    (tmp_path / "infra").mkdir()
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").touch()
+    with pytest.raises(LaunchError, match=r"is set to \".*/infra/\.venv\", but .* doesn't exist"):
+        launch_command(tmp_path)
 
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProviderHost]:
-    started = ProviderHost(tmp_path_factory.mktemp("provider-host"))  # not the repository: kraftform must be installed
+    started = ProviderHost(REPO, tmp_path_factory.mktemp("host-tmp"))
     try:
         yield started
     finally:
@@ -180,3 +123,107 @@ def test_a_principal_through_the_engine_calls(host: ProviderHost, local_cluster:
     host.delete(provider, principal, id_, outputs)
     state = observe(connection).state
     assert name not in state.users and not any(b.principal == principal for b in state.acls)
+
+
+def kafka_tool_args(cluster: LiveCluster) -> list[str]:
+    return ["--bootstrap-server", cluster.deployment.bootstrap, "--command-config",
+            str(cluster.state_dir / "admin.properties")]
+
+
+def test_refresh_shows_topic_drift_made_by_kafkas_tools_and_up_repairs_it(host: ProviderHost,
+                                                                        local_cluster: LiveCluster) -> None:
+    provider = TopicProvider()
+    name = unique("drift")
+    props = {"connection": connection_props(local_cluster), "name": name, "partitions": 2, "replication_factor": 3,
+             "config": {"retention.ms": "1d"}}
+    inputs, _ = host.check(provider, name, {}, props)
+    id_, outputs = host.create(provider, name, inputs)
+    _, refreshed = host.read(provider, name, id_, outputs, inputs)
+    assert host.diff(provider, name, id_, refreshed, inputs).changes == proto.DiffResponse.DIFF_NONE
+
+    run_kafka_tool(CONFIGS, [*kafka_tool_args(local_cluster), "--alter", "--entity-type", "topics", "--entity-name",
+                             name, "--add-config", "retention.ms=60000,max.message.bytes=2000000"])
+    _, refreshed = host.read(provider, name, id_, outputs, inputs)
+    assert refreshed["config"] == {"retention.ms": "60000", "max.message.bytes": "2000000"}
+    diff = host.diff(provider, name, id_, refreshed, inputs)
+    assert diff.changes == proto.DiffResponse.DIFF_SOME and list(diff.replaces) == []
+    outputs = host.update(provider, name, id_, refreshed, inputs)
+    assert dict(observe(read_connection(local_cluster.state_dir / "admin.properties")).state.topics[name].config) == {
+        "retention.ms": "86400000"}
+    _, refreshed = host.read(provider, name, id_, outputs, inputs)
+    assert host.diff(provider, name, id_, refreshed, inputs).changes == proto.DiffResponse.DIFF_NONE
+    host.delete(provider, name, id_, outputs)
+
+
+def test_refresh_shows_access_drift_made_by_kafkas_tools_and_up_repairs_it(host: ProviderHost,
+                                                                         local_cluster: LiveCluster) -> None:
+    provider = AccessProvider()
+    connection = read_connection(local_cluster.state_dir / "admin.properties")
+    name = unique("driftapp").replace(".", "-")
+    principal = f"User:{name}"
+    props: dict[str, Any] = {
+        "connection": connection_props(local_cluster), "principal": principal,
+        "acls": [{"principal": principal, "resource_type": "topic", "resource_name": f"{name}.",
+                  "pattern_type": "prefixed", "operations": ["read", "describe"], "permission": "allow",
+                  "host": "*"}],
+        "quotas": [{"user": name, "client_id": None, "values": {"consumer_byte_rate": 1e6}}],
+        "user": {"name": name, "mechanism": "SCRAM-SHA-512", "iterations": 8192, "password": "first"}}
+    inputs, _ = host.check(provider, principal, {}, props)
+    id_, outputs = host.create(provider, principal, inputs)
+    _, refreshed = host.read(provider, principal, id_, outputs, inputs)
+    assert refreshed["acls"] == inputs["acls"] and refreshed["user"]["password"] == "first"
+    assert host.diff(provider, principal, id_, refreshed, inputs).changes == proto.DiffResponse.DIFF_NONE
+
+    # Behind Pulumi's back: one more grant, a looser quota, and the credential deleted.
+    tool = kafka_tool_args(local_cluster)
+    run_kafka_tool(ACLS, [*tool, "--add", "--allow-principal", principal, "--operation", "Write",
+                          "--topic", f"{name}.extra"])
+    run_kafka_tool(CONFIGS, [*tool, "--alter", "--entity-type", "users", "--entity-name", name,
+                             "--add-config", "consumer_byte_rate=5000000"])
+    run_kafka_tool(CONFIGS, [*tool, "--alter", "--entity-type", "users", "--entity-name", name,
+                             "--delete-config", "SCRAM-SHA-512"])
+    _, refreshed = host.read(provider, principal, id_, outputs, inputs)
+    grants = {(a["operations"][0], a["resource_name"]) for a in refreshed["acls"]}
+    assert grants == {("read", f"{name}."), ("describe", f"{name}."), ("write", f"{name}.extra")}
+    # (the wire, a protobuf Struct, drops None: no client_id, no user)
+    assert refreshed["quotas"] == [{"user": name, "values": {"consumer_byte_rate": 5e6}}]
+    assert refreshed.get("user") is None
+    assert host.diff(provider, principal, id_, refreshed, inputs).changes == proto.DiffResponse.DIFF_SOME
+
+    outputs = host.update(provider, principal, id_, refreshed, inputs)
+    state = observe(connection).state
+    assert {b.operation for b in state.acls if b.principal == principal} == {"read", "describe"}
+    assert state.quotas[QuotaEntity(user=name)] == {"consumer_byte_rate": 1e6}
+    assert logs_in(connection, UserSpec(name, SecretRef("env", "unused")), "first")
+    _, refreshed = host.read(provider, principal, id_, outputs, inputs)
+    assert host.diff(provider, principal, id_, refreshed, inputs).changes == proto.DiffResponse.DIFF_NONE
+    host.delete(provider, principal, id_, outputs)
+
+
+def test_a_decrease_is_refused_with_whole_numbers_and_the_way_back(host: ProviderHost,
+                                                                    local_cluster: LiveCluster) -> None:
+    """The engine sends numbers as floats; the message must still read as the user wrote the spec."""
+    name = unique("floats")
+    props = {"connection": connection_props(local_cluster), "name": name, "partitions": 9, "replication_factor": 3,
+             "config": {}}
+    _, refused = host.check(TopicProvider(), name, props, {**props, "partitions": 4})
+    [(prop, reason)] = refused
+    assert prop == "partitions" and f"topic {name}: partitions 9 -> 4 refused" in reason
+    assert "9.0" not in reason and "keep 9 in the specs" in reason
+
+
+def test_a_stack_made_clusters_ca_leaves_no_file_behind(host: ProviderHost, local_cluster: LiveCluster) -> None:
+    """A cluster made by the stack hands its CA as PEM text (`ca_pem`); librdkafka needs a file, which must not
+    outlive the call (it did: /tmp/kraftform-ca-<hash>.pem stayed after `pulumi destroy`)."""
+    provider = TopicProvider()
+    name = unique("capem")
+    connection = connection_props(local_cluster)
+    ca_pem = Path(connection.pop("ca_path")).read_text()
+    props = {"connection": {**connection, "ca_pem": ca_pem}, "name": name, "partitions": 1,
+             "replication_factor": 3, "config": {}}
+    inputs, _ = host.check(provider, name, {}, props)
+    id_, outputs = host.create(provider, name, inputs)
+    host.read(provider, name, id_, outputs, inputs)
+    host.delete(provider, name, id_, outputs)
+    assert name not in observe(read_connection(local_cluster.state_dir / "admin.properties")).state.topics
+    assert list(host.tmpdir.iterdir()) == []

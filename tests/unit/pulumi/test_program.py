@@ -101,11 +101,40 @@ def test_secrets_stay_secret(stack: tuple[Mocks, dict[str, Any]]) -> Any:
     _mocks, outputs = stack
 
     def check(flags: list[bool]) -> None:
-        assert flags == [True, False]
+        assert flags == [True, True, False]
 
-    return pulumi.Output.all(outputs["clientConfigs"].is_secret(),
+    return pulumi.Output.all(outputs["clientConfigs"].is_secret(), outputs["adminConnection"].is_secret(),
                              pulumi.Output.from_input(outputs["bootstrapServers"]).is_secret()).apply(
         lambda v: check(list(v)))
+
+
+@pulumi_test
+def test_the_admin_connection_output_is_what_client_files_need(stack: tuple[Mocks, dict[str, Any]]) -> Any:
+    _mocks, outputs = stack
+
+    def check(admin: dict[str, str]) -> None:
+        assert admin["bootstrapServers"] == "localhost:19092,localhost:19093,localhost:19094"
+        assert (admin["securityProtocol"], admin["saslMechanism"], admin["username"]) == (
+            "SASL_SSL", "SCRAM-SHA-512", "kraftform-admin")
+        assert len(admin["password"]) >= 16  # the generated admin password, kept in the state
+
+    return outputs["adminConnection"].apply(check)
+
+
+@pulumi_test
+def test_the_cluster_id_is_not_declared_secret_since_every_container_command_shows_it(
+        stack: tuple[Mocks, dict[str, Any]]) -> Any:
+    mocks, outputs = stack
+
+    def check(_: Any) -> None:
+        from kraftform.pulumi.cluster import SECRET_OUTPUTS
+
+        assert "cluster_id" not in SECRET_OUTPUTS and "ca_key" in SECRET_OUTPUTS
+        for container in mocks.of_type("docker:index/container:Container"):
+            command = container.inputs["command"]
+            assert isinstance(command, list) and SECRET_SIG not in str(command) and "--cluster-id " in command[2]
+
+    return pulumi.Output.all(*outputs.values()).apply(check)
 
 
 @pulumi_test

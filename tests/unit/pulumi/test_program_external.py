@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -77,13 +78,15 @@ def test_missing_connection_settings_are_named(tmp_path: Path, changes: dict[str
         build(prod_config(tmp_path, **changes))
 
 
-def stack_file_config(name: str, **extra: str) -> Any:
-    """StackConfig.from_pulumi over a stack file's settings, as the engine hands them to the program (strings)."""
+def stack_file_config(name: str, text: str | None = None, **extra: str) -> Any:
+    """StackConfig.from_pulumi over a stack file's settings (the committed file, or `text`), as the engine hands
+    them to the program: strings, secure values already decrypted (passed in `extra`)."""
     from pulumi.runtime.config import set_all_config
 
     from kraftform.pulumi.program import StackConfig
 
-    values = yaml.safe_load((REPO / name).read_text())["config"]
+    loaded = yaml.safe_load(text if text is not None else (REPO / name).read_text())
+    values = {k: v for k, v in loaded["config"].items() if not isinstance(v, dict)}
     strings = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items()}
     set_all_config({**strings, **extra}, list(extra))
     try:
@@ -105,3 +108,25 @@ def test_the_example_stack_files_read_as_intended() -> None:
 def test_a_wrong_mode_is_named() -> None:
     with pytest.raises(pulumi.RunError, match="kraftform:mode must be docker or external, got 'k8s'"):
         stack_file_config("Pulumi.dev.yaml", **{"kraftform:mode": "k8s"})
+
+
+# What ordinary Pulumi commands do to a committed stack file (seen on a real engine): `pulumi stack init` adds an
+# encryption salt, `pulumi config set kraftform:protect true` rewrites the boolean as a string, and `pulumi config
+# set --secret` adds a secure value. The file must still mean the same stack.
+STACK_FILE_EDITS = {
+    "stack init": lambda text: "encryptionsalt: v1:c2FsdA==:v1:aXY=:Y2lwaGVy\n" + text,
+    "config set (quoted boolean)": lambda text: text.replace("kraftform:protect: true", 'kraftform:protect: "true"'),
+    "config set --secret": lambda text: text + "  kraftform:password:\n    secure: v1:bm9uY2U=:Y2lwaGVydGV4dA==\n",
+}
+
+
+@pytest.mark.parametrize("edit", sorted(STACK_FILE_EDITS))
+def test_the_stack_files_mean_the_same_after_pulumis_own_edits(edit: str) -> None:
+    for name, extra in (("Pulumi.prod.yaml", {"kraftform:password": "s3cret"}), ("Pulumi.dev.yaml", {})):
+        original = (REPO / name).read_text()
+        edited = STACK_FILE_EDITS[edit](original)
+        before, after = stack_file_config(name, **extra), stack_file_config(name, edited, **extra)
+        # (secrets are Outputs, equal only to themselves: compared apart, by being there)
+        assert replace(after, password=None, admin_password=None) == replace(before, password=None,
+                                                                             admin_password=None)
+        assert (after.password is None) == (before.password is None)

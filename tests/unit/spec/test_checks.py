@@ -25,7 +25,8 @@ def test_consumer_needs_read_acl_on_its_topics(specs_copy: SpecsCopy) -> None:
                               "    operations: [read, describe]",
                               "    resource: {type: topic, name: clickstream.page-views.v1}\n"
                               "    operations: [describe]")
-    assert messages == ["user 'clickstream-sessionizer' has no ACL allowing read on topic "
+    assert messages == ["consumer 'clickstream-sessionizer': user 'clickstream-sessionizer' has no ACL allowing "
+                        "read on topic "
                         "'clickstream.page-views.v1'; the authorizer denies by default"]
 
 
@@ -37,10 +38,12 @@ def test_a_deny_acl_overrides_an_allow(specs_copy: SpecsCopy) -> None:
     with pytest.raises(SpecError) as caught:
         load_specs(specs)
     assert sorted(p.message for p in caught.value.problems) == [
-        "user 'fraud-scoring' has no ACL allowing read on topic 'payments.authorizations.v1'; "
-        "the authorizer denies by default",
-        "user 'fraud-scoring' has no ACL allowing read on topic 'payments.transactions.v1'; "
-        "the authorizer denies by default",
+        "consumer 'fraud-scoring': user 'fraud-scoring' has no ACL allowing read on topic "
+        "'payments.authorizations.v1'; the authorizer denies by default",
+        "consumer 'fraud-scoring': user 'fraud-scoring' has no ACL allowing read on topic "
+        "'payments.transactions.v1'; the authorizer denies by default",
+        "consumer 'fraud-scoring': user 'fraud-scoring' has no ACL allowing write on its sink topic "
+        "'payments.fraud-scores.v1'",
     ]
 
 
@@ -72,7 +75,8 @@ def test_duplicate_acl_bindings_and_quota_entities(specs_copy: SpecsCopy) -> Non
 def test_kafka_sink_must_name_a_declared_topic(specs_copy: SpecsCopy) -> None:
     messages = problems_after(specs_copy(), "consumers.yaml", "topic: payments.fraud-scores.v1",
                               "topic: payments.nowhere.v1")
-    assert messages == ["a kafka sink needs `sink.topic` naming a declared topic, got 'payments.nowhere.v1'"]
+    assert messages == ["consumer 'fraud-scoring': a kafka sink needs `sink.topic` naming a declared topic, got "
+                        "'payments.nowhere.v1'"]
 
 
 def test_combined_mode_needs_enough_brokers(specs_copy: SpecsCopy) -> None:

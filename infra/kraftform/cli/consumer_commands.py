@@ -1,0 +1,191 @@
+"""`kraftform consumers list|run|status|feed`: the streaming consumers the specs declare."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kraftform.cli.spec_commands import DEFAULT_SPECS
+from kraftform.errors import UsageError
+from kraftform.kafka.connect import Connection, read_connection
+from kraftform.spark.settings import job_settings
+from kraftform.spec.loader import load_specs
+from kraftform.spec.model import ConsumerSpec, SpecSet
+
+DEFAULT_DATA = ".state/consumers"
+
+
+def register(sub: Any) -> None:
+    consumers = sub.add_parser("consumers", help="the Spark streaming consumers: list, run, status, feed")
+    cs = consumers.add_subparsers(dest="consumers_command", required=True, parser_class=type(consumers))
+
+    p = cs.add_parser("list", help="each consumer with its effective trigger, sink guarantee and settings")
+    p.add_argument("specs_dir", nargs="?", default=DEFAULT_SPECS, metavar="SPECS_DIR")
+    p.set_defaults(handler=cmd_list)
+
+    def cluster_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("specs_dir", nargs="?", default=DEFAULT_SPECS, metavar="SPECS_DIR")
+        where = p.add_mutually_exclusive_group(required=True)
+        where.add_argument("--command-config", type=Path, metavar="FILE",
+                           help="a client config of the cluster (its bootstrap servers and CA are used)")
+        where.add_argument("--state-dir", type=Path, metavar="DIR", help="a cluster from `kraftform cluster up`")
+
+    p = cs.add_parser("run", help="run one consumer in a local Spark session until stopped (Ctrl-C)")
+    p.add_argument("name")
+    cluster_args(p)
+    p.add_argument("--data-dir", type=Path, default=Path(DEFAULT_DATA),
+                   help=f"checkpoints, relative sink paths and Spark event logs (default {DEFAULT_DATA})")
+    p.add_argument("--available-now", action="store_true",
+                   help="process what the topics hold now, then stop (Spark's availableNow trigger)")
+    p.add_argument("--allow-destructive", action="store_true",
+                   help="start from a new checkpoint when the definition changed its state's shape")
+    p.set_defaults(handler=cmd_run)
+
+    p = cs.add_parser("status", help="each consumer's position (from its checkpoint) and lag per partition")
+    p.add_argument("--name", default=None, help="one consumer (default: all)")
+    cluster_args(p)
+    p.add_argument("--data-dir", type=Path, default=Path(DEFAULT_DATA))
+    p.set_defaults(handler=cmd_status)
+
+    p = cs.add_parser("feed", help="produce realistic records to a consumer's topics, shaped by its value schema")
+    p.add_argument("name")
+    cluster_args(p)
+    p.add_argument("--rate", type=float, default=100.0, help="records per second (default 100)")
+    p.add_argument("--count", type=int, default=None, help="stop after this many (default: until Ctrl-C)")
+    p.add_argument("--seed", type=int, default=None, help="repeat the same records (default: new ones each run)")
+    p.set_defaults(handler=cmd_feed)
+
+
+def _consumer(specs: SpecSet, name: str) -> ConsumerSpec:
+    found = next((c for c in specs.consumers if c.name == name), None)
+    if found is None:
+        raise UsageError(f"no consumer {name!r} in the specs (declared: "
+                         f"{', '.join(c.name for c in specs.consumers) or 'none'})")
+    return found
+
+
+def _cluster(args: argparse.Namespace) -> Connection:
+    path = args.command_config if args.command_config else args.state_dir / "admin.properties"
+    return read_connection(path)
+
+
+def _as_consumer(cluster: Connection, specs: SpecSet, consumer: ConsumerSpec) -> Connection:
+    """The cluster's address and CA, logged in as the consumer's own SCRAM user."""
+    from kraftform.kafka.credentials import passwords, require_password
+
+    user = next(u for u in specs.users if u.name == consumer.user)
+    password = require_password(user, passwords((user,)))
+    return Connection(cluster.bootstrap, "SASL_SSL", user.mechanism, user.name, password, cluster.ca_path)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    specs = load_specs(args.specs_dir)
+    for c in specs.consumers:
+        settings = job_settings(c, specs)
+        sink = c.sink.topic if c.sink.type == "kafka" else c.sink.path if c.sink.type == "parquet" else ""
+        guarantee = "exactly-once" if settings.exactly_once else "at-least-once"
+        print(f"{c.name}: {', '.join(c.topics)} -> {c.sink.type} {sink} ({guarantee}); profile {c.profile}, "
+              f"{settings.trigger}, {settings.master}, user {c.user}")
+        for note in settings.notes:
+            print(f"  {note}")
+    if not specs.consumers:
+        print("no consumers declared")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from kraftform.kafka.clients import check_read_access
+    from kraftform.spark.checkpoint import prepare
+    from kraftform.spark.job import placement, run_until_stopped, spark_session, start_query
+
+    specs = load_specs(args.specs_dir)
+    consumer = _consumer(specs, args.name)
+    settings = job_settings(consumer, specs)
+    connection = _as_consumer(_cluster(args), specs, consumer)
+    where = placement(consumer, args.data_dir.resolve())
+    check_read_access(connection, consumer.topics, f"{consumer.group_id_prefix}-preflight")  # before any file
+    meta = prepare(where.checkpoint, consumer, settings.facts, args.allow_destructive)
+
+    def log(line: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {consumer.name}: {line}", flush=True)
+
+    log(f"{settings.trigger}, {'exactly-once' if settings.exactly_once else 'at-least-once'} {consumer.sink.type} "
+        f"sink, checkpoint {where.checkpoint}")
+    for note in settings.notes:
+        log(note)
+    volatile = _volatile(where.checkpoint)
+    if settings.exactly_once and volatile:
+        log(f"warning: the checkpoint is under {volatile}, which a reboot may empty; the exactly-once record of "
+            f"what was written lives there: give --data-dir (or checkpoint) durable storage")
+    spark = spark_session(settings, args.data_dir.resolve())
+    # After the session exists: pyspark installs its own SIGINT handler then (it cancels every job, mid-write).
+    # Ours asks the query to stop between micro-batches instead.
+    stopping: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda number, _frame: stopping.append(number))
+    try:
+        query = start_query(spark, consumer, settings, connection, where, meta, log, args.available_now)
+        run_until_stopped(query, consumer, log, lambda: bool(stopping))
+    finally:
+        spark.stop()
+    log("stopped" + (" (interrupted)" if stopping else ""))
+    return 0
+
+
+def _volatile(path: Path) -> str | None:
+    """The temporary-files root `path` lies under, if any."""
+    for root in (Path(tempfile.gettempdir()), Path("/tmp"), Path("/dev/shm"), Path("/run")):
+        if path.resolve().is_relative_to(root.resolve()):
+            return str(root)
+    return None
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from kraftform.kafka.clients import end_offsets
+    from kraftform.spark.checkpoint import committed_offsets
+    from kraftform.spark.job import placement
+
+    specs = load_specs(args.specs_dir)
+    chosen = [_consumer(specs, args.name)] if args.name else list(specs.consumers)
+    cluster = _cluster(args)
+    for consumer in chosen:
+        where = placement(consumer, args.data_dir.resolve())
+        done = committed_offsets(where.checkpoint) if where.checkpoint.is_dir() else None
+        if done is None:
+            print(f"{consumer.name}: no finished micro-batch in {where.checkpoint} (not started)")
+            continue
+        batch, positions = done
+        ends = end_offsets(cluster, consumer.topics)
+        lag = {tp: max(0, end - positions.get(tp, 0)) for tp, end in sorted(ends.items())}
+        print(f"{consumer.name}: batch {batch} done; lag {sum(lag.values())} records on {len(lag)} partitions")
+        for (topic, partition), behind in lag.items():
+            print(f"  {topic}[{partition}] position {positions.get((topic, partition), 0)} end "
+                  f"{ends[(topic, partition)]} lag {behind}")
+    return 0
+
+
+def cmd_feed(args: argparse.Namespace) -> int:
+    from kraftform.kafka.clients import produce_paced
+    from kraftform.spark.feed import records
+
+    specs = load_specs(args.specs_dir)
+    consumer = _consumer(specs, args.name)
+    if args.rate <= 0:
+        raise UsageError("--rate must be positive")
+
+    def progress(sent: int, seconds: float) -> None:
+        print(f"{sent} records in {seconds:.0f} s to {', '.join(consumer.topics)}", file=sys.stderr, flush=True)
+
+    try:
+        seed = args.seed if args.seed is not None else time.time_ns()
+        sent = produce_paced(_cluster(args), records(consumer, seed), args.rate, args.count, progress=progress)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 0
+    print(f"produced {sent} records to {', '.join(consumer.topics)}")
+    return 0

@@ -1,0 +1,250 @@
+"""The streaming job: one consumer's query in a Spark session, from its Kafka topics to its sink.
+
+pyspark is imported here only, when a job runs. The connector's jars come from Maven Central
+(`runtime.artifacts.connector_jars`). Each consumer gets a session of its own (`newSession`: its own `input`
+view and SQL settings) over one SparkContext, so tests and a process running several consumers share the JVM.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kraftform.cluster.clientconfig import jaas_quote
+from kraftform.cluster.config import SCRAM_LOGIN
+from kraftform.errors import KraftformError, UsageError
+from kraftform.kafka.connect import Connection
+from kraftform.spark.checkpoint import CheckpointMeta
+from kraftform.spark.query import INPUT_VIEW, METADATA_COLUMNS
+from kraftform.spark.settings import JobSettings
+from kraftform.spark.sinks import ParquetBatchSink, TransactionalKafkaSink
+from kraftform.spec.model import ConsumerSpec
+from kraftform.versions import SPARK_VERSION
+
+Log = Callable[[str], None]
+
+
+def kafka_client_options(connection: Connection) -> dict[str, str]:
+    """The `kafka.*` options that log the Spark source and sink in as the consumer's user over SASL_SSL, with
+    the cluster's CA as a PEM truststore. They hold the password: never print them (the session's redaction
+    settings keep them out of plans, logs and the UI)."""
+    if connection.protocol != "SASL_SSL" or not connection.username or connection.password is None:
+        raise UsageError("a consumer logs in over SASL_SSL with its own SCRAM user")
+    options = {"kafka.bootstrap.servers": connection.bootstrap, "kafka.security.protocol": "SASL_SSL",
+               "kafka.sasl.mechanism": connection.mechanism or "SCRAM-SHA-512",
+               "kafka.sasl.jaas.config": f"{SCRAM_LOGIN} required username={jaas_quote(connection.username)} "
+                                         f"password={jaas_quote(connection.password)};"}
+    if connection.ca_path:
+        options.update({"kafka.ssl.truststore.type": "PEM", "kafka.ssl.truststore.location": connection.ca_path})
+    return options
+
+
+def spark_session(settings: JobSettings, work_dir: Path) -> Any:
+    """A local Spark session with the connector and the consumer's settings; its event log goes to
+    `work_dir/events` (uncompressed, so what it holds can be read and checked)."""
+    try:
+        import pyspark
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise UsageError("pyspark is not installed: pip install 'kraftform[spark]' (bash scripts/setup does)") \
+            from None
+    if pyspark.__version__ != SPARK_VERSION:
+        raise UsageError(f"pyspark {pyspark.__version__} is installed, the Kafka connector is pinned at "
+                         f"{SPARK_VERSION}: they must match (pip install 'kraftform[spark]')")
+    from kraftform.runtime.artifacts import connector_jars
+
+    jars = connector_jars(Path(pyspark.__file__).parent / "jars")
+    # The machine's hostname may resolve to a loopback address Spark would not bind: name it.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    events = work_dir / "events"
+    events.mkdir(parents=True, exist_ok=True)
+    builder = (SparkSession.builder.master(settings.master).appName(f"kraftform-{settings.consumer}")
+               .config("spark.jars", ",".join(map(str, jars)))
+               .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.eventLog.enabled", "true").config("spark.eventLog.dir", str(events))
+               .config("spark.eventLog.compress", "false"))
+    for key, value in settings.spark_conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _input_frame(spark: Any, consumer: ConsumerSpec, settings: JobSettings, client: Mapping[str, str]) -> Any:
+    from pyspark.sql import functions as F
+
+    reader = spark.readStream.format("kafka")
+    for key, value in {**settings.source_options, **client}.items():
+        reader = reader.option(key, value)
+    raw = reader.load()
+    metadata = [F.col("key").cast("string").alias("key"), *[F.col(c) for c in METADATA_COLUMNS if c != "key"
+                                                            and (c != "headers" or settings.facts.uses_headers)]]
+    if consumer.value.format == "json" and consumer.value.schema:
+        parsed = raw.select(F.from_json(F.col("value").cast("string"), consumer.value.schema).alias("__value"),
+                            *metadata).select("__value.*", *[c for c in METADATA_COLUMNS
+                                                             if c != "headers" or settings.facts.uses_headers])
+    else:
+        parsed = raw.select(F.col("value").cast("string").alias("value"), *metadata)
+    if consumer.watermark is not None:
+        parsed = parsed.withWatermark(consumer.watermark.column, f"{consumer.watermark.delay_ms} milliseconds")
+    return parsed
+
+
+def _transform(name: str) -> Callable[[Any], Any]:
+    module_name, _, function = name.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"transform {name!r}: cannot import {module_name!r} ({exc}); it must be importable by "
+                         f"the job (PYTHONPATH)") from None
+    fn = getattr(module, function, None)
+    if not callable(fn):
+        raise UsageError(f"transform {name!r}: {module_name} has no function {function!r}")
+    return fn  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a run keeps its files: the checkpoint and a Parquet sink's directory."""
+
+    checkpoint: Path
+    output: Path | None
+
+
+def placement(consumer: ConsumerSpec, data_dir: Path) -> Placement:
+    def under(path: str) -> Path:
+        return Path(path) if Path(path).is_absolute() else data_dir / path
+
+    return Placement(under(consumer.checkpoint or f"checkpoints/{consumer.name}"),
+                     under(consumer.sink.path) if consumer.sink.type == "parquet" and consumer.sink.path else None)
+
+
+def start_query(spark: Any, consumer: ConsumerSpec, settings: JobSettings, connection: Connection,
+                where: Placement, meta: CheckpointMeta, log: Log, available_now: bool = False) -> Any:
+    """Build the query in a session of its own and start it; returns the StreamingQuery."""
+    session = spark.newSession()
+    for key, value in settings.spark_conf.items():
+        if key.startswith("spark.sql."):
+            session.conf.set(key, value)
+    client = kafka_client_options(connection)
+    frame = _input_frame(session, consumer, settings, client)
+    frame.createOrReplaceTempView(INPUT_VIEW)
+    result = session.sql(consumer.query) if consumer.query else frame
+    if consumer.transform:
+        result = _transform(consumer.transform)(result)
+    writer = (result.writeStream.queryName(consumer.name.replace("-", "_"))
+              .option("checkpointLocation", str(where.checkpoint)).outputMode(settings.output_mode))
+    if available_now:
+        writer = writer.trigger(availableNow=True)
+    elif settings.trigger.kind == "realtime":
+        writer = writer.trigger(realTime=f"{settings.trigger.interval_ms // 1000} seconds")
+    else:
+        writer = writer.trigger(processingTime=f"{settings.trigger.interval_ms} milliseconds")
+    sink = consumer.sink
+    if sink.type == "kafka" and settings.exactly_once:
+        assert sink.topic is not None
+        writer = writer.foreachBatch(TransactionalKafkaSink(
+            connection, sink.topic, settings.transactional_id, (settings.transactional_id, consumer.topics[0]),
+            meta.run_id, settings.producer, log, partitions=consumer.cores))
+    elif sink.type == "kafka":
+        writer = writer.format("kafka").option("topic", sink.topic)
+        for key, value in {**client, **{f"kafka.{k}": v for k, v in settings.producer.items()}}.items():
+            writer = writer.option(key, value)
+    elif sink.type == "parquet":
+        assert where.output is not None
+        writer = writer.foreachBatch(ParquetBatchSink(where.output, meta.run_id, log))
+    elif sink.type == "noop":
+        writer = writer.format("noop")
+    else:
+        writer = writer.format("console").option("truncate", "false")
+    return writer.start()
+
+
+def progress_line(progress: Mapping[str, Any]) -> str:
+    """One line per micro-batch: rows, rate, duration and the lag per partition behind the topics' ends."""
+    rows = int(progress.get("numInputRows", 0))
+    rate = float(progress.get("processedRowsPerSecond") or 0.0)
+    took = int((progress.get("durationMs") or {}).get("triggerExecution", 0))
+    lag: dict[str, int] = {}
+    for source in progress.get("sources", []):
+        end, latest = _offsets(source.get("endOffset")), _offsets(source.get("latestOffset"))
+        for topic, partitions in latest.items():
+            for partition, offset in partitions.items():
+                lag[f"{topic}[{partition}]"] = max(0, int(offset) - int(end.get(topic, {}).get(partition, 0)))
+    behind = {k: v for k, v in lag.items() if v}
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(behind.items(), key=lambda kv: -kv[1])[:6])
+    more = f" (+{len(behind) - 6} more)" if len(behind) > 6 else ""
+    lag_text = (f"lag {sum(lag.values())}: {shown}{more}" if behind else
+                f"lag 0 on {len(lag)} partitions") if lag else "lag unknown"
+    return f"batch {progress.get('batchId')}: {rows} rows in {took} ms ({rate:,.0f} rows/s), {lag_text}"
+
+
+def _offsets(value: Any) -> dict[str, dict[str, int]]:
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip().startswith("{") else {}
+    return value if isinstance(value, dict) else {}
+
+
+def explain_failure(exc: BaseException, consumer: ConsumerSpec) -> KraftformError:
+    """A failed query's cause in a user's words; the Java stack trace is not the only explanation."""
+    text = str(exc)
+    for marker, meaning in (
+            ("TopicAuthorizationException", f"user {consumer.user!r} is not allowed to read or write a topic of "
+                                            f"consumer {consumer.name!r}"),
+            ("GroupAuthorizationException", f"user {consumer.user!r} is not allowed to use consumer groups "
+                                            f"{consumer.group_id_prefix}*"),
+            ("SaslAuthenticationException", f"user {consumer.user!r} cannot log in (wrong password?)"),
+            ("UnknownTopicOrPartitionException", "a topic does not exist yet: apply the specs first"),
+            ("OffsetOutOfRange", "the checkpoint points at offsets the topic no longer has (retention); "
+                                 "failOnDataLoss stops the job rather than skip them")):
+        if marker in text:
+            return KraftformError(f"consumer {consumer.name!r} failed: {meaning} ({marker})")
+    lines = text.splitlines()
+    if "Traceback (most recent call last)" in text:  # a Python sink or transform failed: its own last line
+        python = lines[next(i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line):]
+        python = python[:next((i for i, line in enumerate(python) if line.startswith("\tat ")), len(python))]
+        cause = next((line for line in reversed(python) if line.strip()), "")
+        return KraftformError(f"consumer {consumer.name!r} failed: {cause.strip()[:500]}")
+    first = next((line for line in lines if line.strip()), type(exc).__name__)
+    return KraftformError(f"consumer {consumer.name!r} failed: {first[:500]}")
+
+
+def run_until_stopped(query: Any, consumer: ConsumerSpec, log: Log, should_stop: Callable[[], bool],
+                      poll_s: float = 0.5) -> None:
+    """Print a progress line per finished micro-batch until the query ends or `should_stop()`; a failed query
+    raises its cause as a KraftformError."""
+    last_batch = None
+    try:
+        while query.isActive and not should_stop():
+            query.awaitTermination(poll_s)
+            progress = query.lastProgress
+            if progress is not None:
+                data = json.loads(progress.json) if hasattr(progress, "json") else dict(progress)
+                if data.get("batchId") != last_batch:
+                    last_batch = data.get("batchId")
+                    log(progress_line(data))
+    except Exception as exc:
+        if type(exc).__name__ in ("StreamingQueryException", "Py4JJavaError", "CapturedException") or \
+                "StreamingQueryException" in type(exc).__name__:
+            raise explain_failure(exc, consumer) from None
+        raise
+    finally:
+        if query.isActive:
+            query.stop()
+    error = query.exception()
+    if error is not None:
+        raise explain_failure(error, consumer)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str, poll_s: float = 0.5) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise KraftformError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(poll_s)

@@ -1,0 +1,296 @@
+"""Benchmark, not a test: the Spark consumers' throughput and end-to-end latency, profile by profile, beside
+what a plain Kafka client does on the same cluster in the same run.
+
+    python tests/bench/bench_spark.py [--records 200000] [--rate 500] [--seconds 30] [--state-dir DIR]
+
+Starts a secure 3-broker local cluster (or reuses the one in --state-dir) and one local[2] Spark session.
+
+Throughput: --records JSON records of about 1 KB on a 6-partition topic, read from the start with a projection
+(`SELECT user_id, url, amount ... WHERE amount >= 0`) into Spark's noop sink, the rows counted; each pass a new
+checkpoint, after a warm-up pass (JIT). Beside it: Spark with its defaults on the same query, a confluent-kafka
+consumer doing the same parsing and projection in Python, and the same consumer without parsing (the transport
+ceiling). Targets (issue 11): the throughput profile at least 2x untuned Spark and at least half the Python
+consumer that does the same work.
+
+Latency: records produced at --rate for --seconds, each carrying its send time; a Kafka-to-Kafka projection;
+a reader on the output topic takes receive time minus send time. Beside it: the Kafka-only floor (produce,
+then consume, no Spark). Targets: the latency profile's p50 within 1.5x of the floor, its p99 at least 10x
+below the throughput profile's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from confluent_kafka import Consumer, Producer
+
+from kraftform.kafka.apply import ApplyOptions
+from kraftform.kafka.connect import Connection, read_connection
+from kraftform.kafka.reconcile import apply_cluster, plan_cluster
+from kraftform.runtime import get_runtime
+from kraftform.runtime.deployment import STATE_FILE
+from kraftform.spark.checkpoint import prepare
+from kraftform.spark.job import placement, spark_session, start_query
+from kraftform.spark.settings import job_settings
+from kraftform.spec.loader import load_specs
+from kraftform.spec.model import ClusterDefaults, ClusterSpec, ConsumerSpec, ManagedScope, Security, SpecSet
+
+CLUSTER = ClusterSpec(name="kfspark", brokers=3, kafka_version="4.3.1", controllers=3, racks=("a", "b", "c"),
+                      defaults=ClusterDefaults(1, 3, 2), security=Security(),
+                      managed_scope=ManagedScope(("bench.",)))
+SCHEMA = ("user_id STRING, url STRING, device STRING, amount DOUBLE, event_time TIMESTAMP, payload STRING, "
+          "sent_ms BIGINT")
+PROJECTION = "SELECT user_id, url, amount FROM input WHERE amount >= 0"
+RELAY = ("SELECT user_id AS key, to_json(named_struct('sent_ms', sent_ms, 'user_id', user_id, 'amount', amount)) "
+         "AS value FROM input")
+USER = "bench-job"
+
+
+def write_specs(root: Path, secret: Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    topics = [{"name": "bench.in", "partitions": 6}, {"name": "bench.lat", "partitions": 2},
+              {"name": "bench.floor", "partitions": 2}]
+    outputs = {v: f"bench.out.{v}" for v in ("latency", "throughput", "balanced")}
+    topics += [{"name": t, "partitions": 2} for t in outputs.values()]
+    acls = [{"principal": f"User:{USER}", "resource": {"type": "topic", "name": "bench.", "pattern": "prefixed"},
+             "operations": ["read", "write", "describe"]},
+            {"principal": f"User:{USER}", "resource": {"type": "group", "name": "bench", "pattern": "prefixed"},
+             "operations": ["read"]}]
+    base = {"user": USER, "value": {"format": "json", "schema": SCHEMA}, "starting_offsets": "earliest"}
+    consumers = [{**base, "name": "tput", "topics": ["bench.in"], "profile": "throughput", "query": PROJECTION,
+                  "group_id_prefix": "bench-tput", "sink": {"type": "noop"}},
+                 {**base, "name": "untuned", "topics": ["bench.in"], "profile": "untuned", "query": PROJECTION,
+                  "group_id_prefix": "bench-untuned", "sink": {"type": "noop"}},
+                 # Spark's own transport ceiling: the records' bytes as strings, no JSON parsing.
+                 {**base, "name": "raw", "topics": ["bench.in"], "profile": "throughput", "value": {"format": "string"},
+                  "query": "SELECT key, value FROM input", "group_id_prefix": "bench-raw", "sink": {"type": "noop"}}]
+    consumers += [{**base, "name": f"lat-{profile}", "topics": ["bench.lat"], "profile": profile, "query": RELAY,
+                   "starting_offsets": "latest", "group_id_prefix": f"bench-{profile}",
+                   "sink": {"type": "kafka", "topic": topic}} for profile, topic in outputs.items()]
+    docs = {
+        "cluster.yaml": {"cluster": {"name": CLUSTER.name, "brokers": 3, "racks": list(CLUSTER.racks),
+                                     "defaults": {"replication_factor": 3, "min_insync_replicas": 2},
+                                     "managed_scope": {"topic_prefixes": ["bench."]}}},
+        "topics.yaml": {"topics": topics},
+        "users.yaml": {"users": [{"name": USER, "password": {"file": str(secret)}}]},
+        "acls.yaml": {"acls": acls},
+        # Spark as it comes: no fetch tuning, no split of the input, no trigger.
+        "profiles.yaml": {"profiles": [{"name": "untuned", "spark": {}}]},
+        "consumers.yaml": {"consumers": consumers},
+    }
+    for name, data in docs.items():
+        (root / name).write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def consumer_of(specs: SpecSet, name: str) -> ConsumerSpec:
+    return next(c for c in specs.consumers if c.name == name)
+
+
+def produce_records(admin: Connection, topic: str, count: int) -> float:
+    """About 1 KB JSON records as fast as the producer goes; returns seconds."""
+    producer = Producer({**admin.librdkafka(), "linger.ms": 20, "batch.size": 1_000_000, "compression.type": "lz4"})
+    rng = random.Random(1)
+    started = time.monotonic()
+    for i in range(count):
+        value = {"user_id": f"user-{rng.randrange(5000)}", "url": f"/p/{rng.randrange(100)}", "device": "mobile",
+                 "amount": round(rng.random() * 100, 2), "event_time": "2026-11-23T10:00:00.000Z",
+                 "payload": "x" * 850, "sent_ms": 0}
+        while True:
+            try:
+                producer.produce(topic, json.dumps(value).encode(), key=str(i).encode())
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    producer.flush(120)
+    return time.monotonic() - started
+
+
+def spark_pass(spark: Any, specs: SpecSet, name: str, connection: Connection, work: Path
+               ) -> tuple[int, float, float]:
+    """One availableNow pass from the start of the topic: rows, seconds from query start to its end, and
+    seconds the micro-batches themselves took (without starting the query)."""
+    consumer = consumer_of(specs, name)
+    settings = job_settings(consumer, specs)
+    where = placement(consumer, work / f"{name}-{time.monotonic_ns()}")
+    meta = prepare(where.checkpoint, consumer, settings.facts, False)
+    started = time.monotonic()
+    query = start_query(spark, consumer, settings, connection, where, meta, lambda _l: None, available_now=True)
+    query.awaitTermination()
+    took = time.monotonic() - started
+    progress = [json.loads(p.json) for p in query.recentProgress]
+    rows = sum(p["numInputRows"] for p in progress)
+    batches = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
+    return rows, took, batches
+
+
+def python_pass(connection: Connection, topic: str, count: int, parse: bool) -> float:
+    consumer = Consumer({**connection.librdkafka(), "group.id": f"bench-py-{time.monotonic_ns()}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "fetch.min.bytes": 100000, "fetch.wait.max.ms": 500})
+    consumer.subscribe([topic])
+    seen = 0
+    projected = 0
+    started = None
+    while seen < count:
+        messages = consumer.consume(10_000, timeout=1.0)
+        if messages and started is None:
+            started = time.monotonic()
+        for message in messages:
+            if message.error():
+                continue
+            seen += 1
+            if parse:
+                record = json.loads(message.value() or b"{}")
+                if record["amount"] >= 0:
+                    projected += bool((record["user_id"], record["url"], record["amount"]))
+    took = time.monotonic() - (started or time.monotonic())
+    consumer.close()
+    return took
+
+
+@dataclasses.dataclass
+class Latencies:
+    #: (seconds into the run the record was sent, latency in ms)
+    samples: list[tuple[float, float]]
+
+    def summary(self) -> str:
+        if not self.samples:
+            return "no records"
+        ordered = sorted(ms for _, ms in self.samples)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        # Where the slowest 1% was sent: a few seconds means a pause (a checkpoint, a GC), spread means load.
+        tail = sorted({int(at) for at, ms in self.samples if ms >= p99})
+        return (f"p50 {statistics.median(ordered):7.1f} ms   p99 {p99:8.1f} ms   max {ordered[-1]:8.1f} ms   "
+                f"({len(ordered)} records; slowest 1% sent in second(s) {_spans(tail)})")
+
+
+def _spans(seconds: list[int]) -> str:
+    spans: list[list[int]] = []
+    for s in seconds:
+        if spans and s == spans[-1][1] + 1:
+            spans[-1][1] = s
+        else:
+            spans.append([s, s])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def measure_latency(connection: Connection, admin: Connection, source: str, sink: str, rate: float,
+                    seconds: float, settle: float) -> Latencies:
+    """Produce to `source` at `rate` with the send time inside; read `sink` and subtract."""
+    latencies: list[tuple[float, float]] = []
+    stop = threading.Event()
+    origin = time.time() * 1000
+    ready = threading.Event()
+
+    def read() -> None:
+        reader = Consumer({**admin.librdkafka(), "group.id": f"bench-reader-{time.monotonic_ns()}",
+                           "auto.offset.reset": "latest", "enable.auto.commit": False,
+                           "fetch.wait.max.ms": 5, "fetch.min.bytes": 1})
+        reader.subscribe([sink], on_assign=lambda *_a: ready.set())
+        while not stop.is_set():
+            message = reader.poll(0.05)
+            if message is None or message.error():
+                continue
+            now = time.time() * 1000
+            sent_ms = json.loads(message.value() or b"{}")["sent_ms"]
+            latencies.append(((sent_ms - origin) / 1000, now - sent_ms))
+        reader.close()
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    ready.wait(30)
+    time.sleep(2)
+    producer = Producer({**admin.librdkafka(), "linger.ms": 0, "acks": "1"})
+    started = time.monotonic()
+    origin = time.time() * 1000
+    sent = 0
+    while time.monotonic() - started < seconds:
+        value = {"user_id": f"user-{sent % 50}", "url": "/", "device": "mobile", "amount": 1.0,
+                 "event_time": "2026-11-23T10:00:00.000Z", "payload": "", "sent_ms": int(time.time() * 1000)}
+        producer.produce(source, json.dumps(value).encode(), key=str(sent).encode())
+        sent += 1
+        producer.poll(0)
+        pause = started + sent / rate - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+    producer.flush(30)
+    time.sleep(settle)
+    stop.set()
+    thread.join(10)
+    return Latencies(latencies)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--rate", type=float, default=500.0)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--state-dir", type=Path, default=None)
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="kraftform-bench-spark-"))
+    state = args.state_dir or work / "cluster"
+    runtime = get_runtime("local", state)
+    if not (state / STATE_FILE).is_file():
+        print("starting a secure 3-broker cluster ...", flush=True)
+        runtime.up(CLUSTER, timeout=300)
+    admin = read_connection(state / "admin.properties")
+    secret = work / "password"
+    secret.write_text("bench-password-1")
+    specs_dir = work / "specs"
+    write_specs(specs_dir, secret)
+    specs = load_specs(specs_dir)
+    apply_cluster(admin, specs, plan_cluster(admin, specs), ApplyOptions(allow_destructive=True), lambda _m: None)
+    job = Connection(admin.bootstrap, "SASL_SSL", "SCRAM-SHA-512", USER, "bench-password-1", admin.ca_path)
+
+    print(f"producing {args.records} records of ~1 KB to bench.in (6 partitions) ...", flush=True)
+    took = produce_records(admin, "bench.in", args.records)
+    print(f"  {args.records / took:,.0f} records/s produced", flush=True)
+    spark = spark_session(job_settings(consumer_of(specs, "tput"), specs), work)
+    rows, took, _ = spark_pass(spark, specs, "tput", job, work)
+    print(f"warm-up pass: {rows} rows in {took:.1f} s", flush=True)
+
+    print("\nthroughput (records/s, 1 KB JSON, projection, noop sink; local[2]): by wall time from the query's start,"
+          " and by the time its micro-batches took")
+    for label, name in (("Spark, throughput profile", "tput"), ("Spark, untuned defaults", "untuned"),
+                        ("Spark, throughput profile (again)", "tput"), ("Spark, untuned (again)", "untuned"),
+                        ("Spark, no parsing (transport ceiling)", "raw")):
+        rows, took, batches = spark_pass(spark, specs, name, job, work)
+        print(f"  {label:40s} {rows / took:10,.0f}  {rows / batches:10,.0f}   ({rows} rows in {took:.1f} s, "
+              f"batches {batches:.1f} s)", flush=True)
+    for label, parse in (("Python consumer, json.loads + projection", True), ("Python consumer, no parsing", False)):
+        took = python_pass(job, "bench.in", args.records, parse)
+        print(f"  {label:40s} {args.records / took:10,.0f}   ({args.records} records in {took:.1f} s)", flush=True)
+
+    print(f"\nend-to-end latency at {args.rate:.0f} records/s for {args.seconds:.0f} s (Kafka to Kafka, projection)")
+    floor = measure_latency(job, admin, "bench.floor", "bench.floor", args.rate, args.seconds, settle=2)
+    print(f"  {'Kafka only (produce -> consume)':40s} {floor.summary()}", flush=True)
+    for profile in ("latency", "balanced", "throughput"):
+        consumer = consumer_of(specs, f"lat-{profile}")
+        settings = job_settings(consumer, specs)
+        where = placement(consumer, work / f"lat-{profile}")
+        query = start_query(spark, consumer, settings, job, where,
+                            prepare(where.checkpoint, consumer, settings.facts, False), lambda _l: None)
+        time.sleep(10)  # the query is planned and reading before the clock starts
+        measured = measure_latency(job, admin, "bench.lat", f"bench.out.{profile}", args.rate, args.seconds,
+                                   settle=15 if profile == "throughput" else 5)
+        query.stop()
+        print(f"  {f'Spark, {profile} profile ({settings.trigger.kind})':40s} {measured.summary()}", flush=True)
+    spark.stop()
+    print(f"\nwork directory: {work}; cluster state: {state} (`kraftform cluster down --state-dir {state} --purge`)")
+
+
+if __name__ == "__main__":
+    main()

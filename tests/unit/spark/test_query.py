@@ -1,0 +1,66 @@
+"""The query understood offline (sqlglot, no JVM): columns resolved against the `input` view, state read off."""
+
+from __future__ import annotations
+
+import pytest
+
+from kraftform.spark.query import QueryError, analyze, input_columns, parse_schema
+from kraftform.spec.model import ConsumerSpec, SinkSpec, ValueFormat
+
+SCHEMA = "user_id STRING, url STRING, amount DOUBLE, event_time TIMESTAMP, tags ARRAY<STRING>, s STRUCT<a: INT>"
+
+
+def consumer(query: str | None = None, schema: str = SCHEMA) -> ConsumerSpec:
+    return ConsumerSpec("c", ("t",), "u", SinkSpec("kafka", topic="o"), "c", value=ValueFormat("json", schema),
+                        query=query)
+
+
+def test_a_ddl_schema_gives_its_top_level_columns_only() -> None:
+    assert parse_schema(SCHEMA) == {"user_id": "STRING", "url": "STRING", "amount": "DOUBLE",
+                                    "event_time": "TIMESTAMP", "tags": "ARRAY<STRING>", "s": "STRUCT<a: INT>"}
+    assert list(input_columns(consumer()))[-6:] == ["key", "topic", "partition", "offset", "timestamp", "headers"]
+
+
+@pytest.mark.parametrize(("schema", "message"), [
+    ("user_id STRING, user_id INT", "column 'user_id' is defined twice"),
+    ("user_id STRING, amount FLOAT DOUBLE", "not a Spark DDL column list"),
+    ("user_id STRING, x", "not a column definition: 'x'"),
+    ("user_id STRING COMMENT 'unterminated", "not a Spark DDL column list"),
+    ("topic STRING", "clash with the record's metadata columns"),
+])
+def test_bad_schemas_are_named(schema: str, message: str) -> None:
+    with pytest.raises(QueryError, match=message):
+        input_columns(consumer(schema=schema))
+
+
+def test_a_stateless_projection() -> None:
+    facts = analyze(consumer("SELECT user_id AS key, to_json(named_struct('u', url)) AS value FROM input "
+                             "WHERE amount > 10"))
+    assert facts.output_columns == ("key", "value") and not facts.stateful and not facts.uses_headers
+
+
+def test_a_session_window_aggregation_and_its_state() -> None:
+    facts = analyze(consumer("SELECT user_id, session_window.start AS s, count(*) AS n, max(amount) AS top "
+                             "FROM input GROUP BY user_id, session_window(event_time, '30 minutes')"))
+    assert facts.stateful and facts.window_column == "event_time"
+    assert facts.output_columns == ("user_id", "s", "n", "top")
+    assert facts.grouping == ("SESSION_WINDOW(input.event_time, '30 minutes')", "input.user_id")
+    assert facts.aggregates == ("COUNT(*)", "MAX(input.amount)")
+
+
+def test_headers_are_noticed_so_the_source_reads_them() -> None:
+    assert analyze(consumer("SELECT headers, url AS value FROM input")).uses_headers
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("SELECT amont FROM input", "Column 'amont' could not be resolved .*the input columns are: user_id, url"),
+    ("SELECT url FROM orders", "reads 'orders'; a consumer's query reads only `input`"),
+    ("SELECT url FROM input WHERE", "syntax error"),
+    ("SELECT 1; SELECT 2", "one SELECT statement expected, found 2"),
+    # Found by tests/unit/spec/test_mutations.py: a quote dropped from the example query crashed validate.
+    ("SELECT to_json(named_struct(\n event_time', event_time)) AS value FROM input", "syntax error: Error tokenizing"),
+    ("SELECT row_number() OVER (ORDER BY event_time) FROM input", "window functions .* are not supported"),
+])
+def test_broken_queries_are_named(query: str, message: str) -> None:
+    with pytest.raises(QueryError, match=message):
+        analyze(consumer(query))

@@ -46,6 +46,21 @@ def unique(prefix: str = "it") -> str:
     return f"{prefix}.{uuid.uuid4().hex[:10]}"
 
 
+def clear_leftovers(client: Any, cluster_name: str) -> None:
+    """Remove what a killed earlier test run left of the test cluster (containers, volumes, network).
+
+    The name belongs to the test suite alone; a run cut off before its teardown (a killed CI job, a
+    restarted machine) leaves data volumes that the runtime rightly refuses to adopt.
+    """
+    label = f"dev.kraftform.cluster={cluster_name}"
+    for container in client.containers.list(all=True, filters={"label": label}):
+        container.remove(force=True)
+    for volume in client.volumes.list(filters={"label": label}):
+        volume.remove(force=True)
+    for network in client.networks.list(filters={"label": label}):
+        network.remove()
+
+
 class Clusters:
     """Starts at most one cluster per runtime per session, on first use; stops them all at the end."""
 
@@ -59,9 +74,11 @@ class Clusters:
             if runtime_name == "docker":
                 from kraftform.runtime.images import build_kafka, docker_client
 
-                build_kafka(docker_client(), [])
+                client = docker_client()
+                build_kafka(client, [])
                 # A name of its own: the local and Docker clusters may run side by side.
                 spec = dataclasses.replace(spec, name=f"{spec.name}-docker")
+                clear_leftovers(client, spec.name)
             state_dir = self.base / runtime_name
             runtime = get_runtime(runtime_name, state_dir)
             runtime.up(spec, timeout=300)

@@ -15,6 +15,10 @@ from kraftform.cli import cluster_commands, consumer_commands, reconcile_command
 from kraftform.errors import KraftformError, SpecError, UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
+DESCRIPTION = ("Kafka topics, ACLs, quotas, users, secure KRaft clusters and their Spark consumers,\n"
+               "declared in spec files and reconciled.")
+EXIT_CODES = ("exit codes: 0 success (no changes), 1 error (invalid specs, bad usage, a failed operation),\n"
+              "            2 success with changes or findings (diff, plan, lint)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,7 +29,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kraftform", description=__doc__.split("\n")[0] if __doc__ else None)
+    parser = _Parser(prog="kraftform", description=DESCRIPTION, epilog=EXIT_CODES,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     from kraftform import __version__
 
     parser.add_argument("--version", action="version", version=f"kraftform {__version__}")

@@ -10,7 +10,10 @@ from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.runtime import RUNTIMES, get_runtime, runtime_of
 from kraftform.spec.loader import load_specs
 
-DEFAULT_STATE = ".state/cluster"
+#: Where `cluster up` keeps a cluster's state and admin client files; every command that finds a cluster by
+#: its state directory defaults to it, so the quick start's commands need no --state-dir.
+DEFAULT_STATE = ".state/platform"
+STATE_HELP = f"the cluster's state and admin client files (default: {DEFAULT_STATE})"
 
 
 def register(sub: Any) -> None:
@@ -19,15 +22,15 @@ def register(sub: Any) -> None:
     up = cs.add_parser("up", help="start (or restart) a secure cluster and wait until it is healthy")
     up.add_argument("specs_dir", nargs="?", default=DEFAULT_SPECS, metavar="SPECS_DIR")
     up.add_argument("--runtime", choices=RUNTIMES, default="docker")
-    up.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE))
+    up.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE), metavar="DIR", help=STATE_HELP)
     up.add_argument("--image", default=None, help="Kafka image for the docker runtime (default: kraftform/kafka)")
     up.add_argument("--timeout", type=float, default=240, help="seconds to wait for health (default 240)")
     up.set_defaults(handler=cmd_up)
     status = cs.add_parser("status", help="brokers, controller quorum, under-replicated and offline partitions")
-    status.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE))
+    status.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE), metavar="DIR", help=STATE_HELP)
     status.set_defaults(handler=cmd_status)
     down = cs.add_parser("down", help="stop the cluster; --purge also deletes its data and state")
-    down.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE))
+    down.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE), metavar="DIR", help=STATE_HELP)
     down.add_argument("--purge", action="store_true")
     down.set_defaults(handler=cmd_down)
 

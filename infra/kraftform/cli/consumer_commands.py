@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kraftform.cli.cluster_commands import DEFAULT_STATE
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.errors import UsageError
 from kraftform.kafka.connect import Connection, read_connection
@@ -30,10 +31,11 @@ def register(sub: Any) -> None:
 
     def cluster_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("specs_dir", nargs="?", default=DEFAULT_SPECS, metavar="SPECS_DIR")
-        where = p.add_mutually_exclusive_group(required=True)
+        where = p.add_mutually_exclusive_group()
         where.add_argument("--command-config", type=Path, metavar="FILE",
                            help="a client config of the cluster (its bootstrap servers and CA are used)")
-        where.add_argument("--state-dir", type=Path, metavar="DIR", help="a cluster from `kraftform cluster up`")
+        where.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE), metavar="DIR",
+                           help=f"a cluster from `kraftform cluster up` (default: {DEFAULT_STATE})")
 
     p = cs.add_parser("run", help="run one consumer in a local Spark session until stopped (Ctrl-C)")
     p.add_argument("name")

@@ -1,10 +1,12 @@
 """Broker and controller `server.properties`, rendered as sorted, reviewable text. Pure.
 
 Security posture, on every node:
-- no PLAINTEXT listener anywhere: clients and brokers speak SASL_SSL (SCRAM), the controller listener is
-  mutual TLS (or SASL_SSL with PLAIN; SCRAM cannot work there, KAFKA-15513);
+- no PLAINTEXT listener anywhere: clients speak SASL_SSL (SCRAM); the inter-broker listener is mutual TLS
+  with the nodes' own certificates (as Strimzi does), so no client user gets in there, whatever its SCRAM
+  credential (those are cluster-wide); the controller listener is mutual TLS too (or SASL_SSL with PLAIN;
+  SCRAM cannot work there, KAFKA-15513);
 - StandardAuthorizer with `allow.everyone.if.no.acl.found=false`: what no ACL allows is denied;
-- the admin, the inter-broker and every node principal are super users, nobody else.
+- the admin and every node principal are super users, nobody else.
 
 No secret appears in the rendered properties: passwords are read through Kafka's FileConfigProvider from a
 separate `secrets.properties` (mode 0600), so the main file can be reviewed, diffed and snapshot-tested.
@@ -17,6 +19,8 @@ from dataclasses import dataclass
 
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT, Node, Topology
 
+#: The SCRAM user brokers spoke to each other as before the inter-broker listener became mutual TLS; no
+#: longer created or a super user, but a cluster made before may still hold it, so it is never managed.
 BROKER_USER = "kraftform-broker"
 CONTROLLER_USER = "kraftform-controller"
 SECRETS_FILE = "secrets.properties"
@@ -96,7 +100,7 @@ def _secret(paths: NodePaths, key: str) -> str:
 
 
 def super_users(topo: Topology) -> list[str]:
-    users = [topo.cluster.security.admin_user, BROKER_USER] + [n.name for n in topo.nodes]
+    users = [topo.cluster.security.admin_user] + [n.name for n in topo.nodes]
     if topo.cluster.security.controller_auth == "plain":
         users.append(CONTROLLER_USER)
     return [f"User:{u}" for u in users]
@@ -112,7 +116,7 @@ def _listeners(topo: Topology, node: Node, addr: Addressing) -> dict[str, str]:
     if node.is_broker:
         listeners += [f"CLIENT://{bind}:{CLIENT_PORT}", f"INTERNAL://{bind}:{INTERNAL_PORT}"]
         advertised += [f"CLIENT://{host}:{CLIENT_PORT}", f"INTERNAL://{host}:{INTERNAL_PORT}"]
-        protocols |= {"CLIENT": "SASL_SSL", "INTERNAL": "SASL_SSL"}
+        protocols |= {"CLIENT": "SASL_SSL", "INTERNAL": "SSL"}
         port = addr.external_port(topo, node)
         if port is not None:
             listeners.append(f"EXTERNAL://{bind}:{port}")
@@ -128,8 +132,7 @@ def _listeners(topo: Topology, node: Node, addr: Addressing) -> dict[str, str]:
         "controller.listener.names": "CONTROLLER",
     }
     if node.is_broker:
-        out |= {"inter.broker.listener.name": "INTERNAL", "sasl.enabled.mechanisms": mech,
-                "sasl.mechanism.inter.broker.protocol": mech}
+        out |= {"inter.broker.listener.name": "INTERNAL", "sasl.enabled.mechanisms": mech}
     return out
 
 
@@ -137,8 +140,8 @@ def _sasl(topo: Topology, node: Node, paths: NodePaths) -> dict[str, str]:
     mech = topo.cluster.security.sasl_mechanism.lower()
     out: dict[str, str] = {}
     if node.is_broker:
-        out[f"listener.name.internal.{mech}.sasl.jaas.config"] = (
-            f'{SCRAM_LOGIN} required username="{BROKER_USER}" password="{_secret(paths, "broker.password")}";')
+        # Only a certificate the cluster's CA signed gets in: the brokers' own (CN=<node> -> User:<node>).
+        out["listener.name.internal.ssl.client.auth"] = "required"
         for listener in ("client", "external"):
             out[f"listener.name.{listener}.{mech}.sasl.jaas.config"] = f"{SCRAM_LOGIN} required;"
     if topo.cluster.security.controller_auth == "mtls":
@@ -217,11 +220,9 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\")
 
 
-def secrets_properties(node: Node, topo: Topology, broker_password: str, controller_password: str) -> str:
+def secrets_properties(topo: Topology, controller_password: str) -> str:
     """The secret half of a node's configuration (mode 0600)."""
     values = {}
-    if node.is_broker:
-        values["broker.password"] = broker_password
     if topo.cluster.security.controller_auth == "plain":
         values["controller.password"] = controller_password
     return properties_text(values)

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from kraftform.cluster.certificates import KeyPair, issue, make_ca
 from kraftform.cluster.config import (
-    BROKER_USER,
     LOG4J2_CONFIG,
     LOG4J2_FILE,
     Addressing,
@@ -47,7 +46,6 @@ class ClusterSecrets:
     ca: KeyPair
     node_keys: Mapping[str, KeyPair]
     admin_password: str = field(repr=False)
-    broker_password: str = field(repr=False)
     controller_password: str = field(repr=False)
 
 
@@ -70,8 +68,7 @@ def make_secrets(topo: Topology, addr: Addressing, admin_password: str | None = 
         keys[node.name] = issue(ca, node.name, [h for h in hosts if not _is_ip(h)], ips)
     if keep:
         return dataclasses.replace(keep, node_keys=keys)
-    return ClusterSecrets(new_cluster_id(), ca, keys, admin_password or new_password(), new_password(),
-                          new_password())
+    return ClusterSecrets(new_cluster_id(), ca, keys, admin_password or new_password(), new_password())
 
 
 def _is_ip(host: str) -> bool:
@@ -122,13 +119,12 @@ def render_node(topo: Topology, node: Node, addr: Addressing, paths: NodePaths,
     files = (
         NodeFile("server.properties", properties_text(props, header)),
         NodeFile("secrets.properties",
-                 secrets_properties(node, topo, secrets.broker_password, secrets.controller_password), True),
+                 secrets_properties(topo, secrets.controller_password), True),
         NodeFile("tls/ca.pem", secrets.ca.cert_pem),
         NodeFile("tls/node.pem", secrets.node_keys[node.name].keystore_pem, True),
         NodeFile(LOG4J2_FILE, LOG4J2_CONFIG),
     )
-    scram = ("--add-scram", f"{mech}=[name={topo.cluster.security.admin_user},password={secrets.admin_password}]",
-             "--add-scram", f"{mech}=[name={BROKER_USER},password={secrets.broker_password}]")
+    scram = ("--add-scram", f"{mech}=[name={topo.cluster.security.admin_user},password={secrets.admin_password}]")
     return RenderedNode(node, paths, props, files, scram)
 
 

@@ -81,10 +81,12 @@ class Plan:
     changes: tuple[Change, ...] = ()
     notes: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    #: "plan" (specs against a live cluster) or "diff" (two spec revisions): what a rendering is titled.
+    subject: str = "plan"
 
     @classmethod
-    def of(cls, changes: list[Change], notes: tuple[str, ...] = ()) -> Plan:
-        return cls(tuple(sorted(changes, key=Change.sort_key)), notes)
+    def of(cls, changes: list[Change], notes: tuple[str, ...] = (), subject: str = "plan") -> Plan:
+        return cls(tuple(sorted(changes, key=Change.sort_key)), notes, subject=subject)
 
     @property
     def empty(self) -> bool:
@@ -102,7 +104,8 @@ class Plan:
         return tuple(c for c in self.changes if c.action is Action.REFUSE)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"summary": {"changes": len(self.changes), **{str(k): v for k, v in self.counts().items()},
+        return {"subject": self.subject,
+                "summary": {"changes": len(self.changes), **{str(k): v for k, v in self.counts().items()},
                             "refused": len(self.refused)},
                 "changes": [c.to_dict() for c in self.changes], "notes": list(self.notes),
                 "problems": list(self.problems)}

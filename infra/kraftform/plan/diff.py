@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.plan.placement import describe, reassign
+from kraftform.plan.render import listed
 from kraftform.plan.state import ClusterState, TopicState
 from kraftform.spec.model import AclBinding, QuotaEntity
 from kraftform.units import human_bytes, human_duration_ms
@@ -122,12 +123,28 @@ def _topics(current: ClusterState, desired: ClusterState, owns: Ownership) -> li
     return changes
 
 
+def _may_have_clients(user: str, current: ClusterState) -> bool:
+    """Whether clients can be running as `user` now. A SCRAM user kraftform sees as absent has none; other
+    principals (TLS distinguished names, `*`) authenticate without a credential it can see, so they might."""
+    if user == "*":
+        return bool(current.users)
+    return user in current.users or "=" in user
+
+
+def _new_acl(b: AclBinding, current: ClusterState) -> Change:
+    if b.permission != "deny":
+        return Change(Action.CREATE, Kind.ACL, b.principal, Safety.SAFE, "new grant", b.grant())
+    user = b.principal.partition(":")[2]
+    if _may_have_clients(user, current):
+        return Change(Action.CREATE, Kind.ACL, b.principal, Safety.DISRUPTIVE,
+                      "new deny rule on a principal that may have running clients: their matching requests "
+                      "start failing", b.grant())
+    return Change(Action.CREATE, Kind.ACL, b.principal, Safety.SAFE,
+                  f"new deny rule; user {user!r} does not exist yet, so no running client is refused", b.grant())
+
+
 def _acls(current: ClusterState, desired: ClusterState, owns: Ownership) -> list[Change]:
-    changes = [Change(Action.CREATE, Kind.ACL, b.principal,
-                      Safety.DISRUPTIVE if b.permission == "deny" else Safety.SAFE,
-                      "new deny rule: matching requests start failing" if b.permission == "deny"
-                      else "new grant", b.grant())
-               for b in sorted(desired.acls - current.acls)]
+    changes = [_new_acl(b, current) for b in sorted(desired.acls - current.acls)]
     changes += [Change(Action.DELETE, Kind.ACL, b.principal,
                        Safety.DISRUPTIVE if b.permission == "deny" else Safety.DESTRUCTIVE,
                        "deny rule lifted" if b.permission == "deny"
@@ -144,6 +161,23 @@ def _fmt_quota(key: str, value: float | None) -> str | None:
     return f"{value:g}"
 
 
+def _new_limit(entity: QuotaEntity, key: str, current: ClusterState, desired: ClusterState) -> tuple[Safety, str]:
+    """A limit where there was none throttles only clients that exist and fall under it: say which."""
+    if entity.client_id is not None:
+        return Safety.DISRUPTIVE, "new limit: running clients with this client id and above it are throttled"
+    if entity.user != "<default>":
+        assert entity.user is not None
+        if _may_have_clients(entity.user, current):
+            return Safety.DISRUPTIVE, "new limit on an existing principal: its clients above it are throttled"
+        return Safety.SAFE, f"new limit; user {entity.user!r} does not exist yet, so no running client is throttled"
+    # Kafka applies the default user quota to every user without a quota of its own for this key.
+    covered = [u for u in sorted(current.users) if key not in desired.quotas.get(QuotaEntity(user=u), {})]
+    if covered:
+        return Safety.DISRUPTIVE, (f"new default limit: users with no {key} of their own ({listed(covered, 5)}) "
+                                   f"are throttled above it")
+    return Safety.SAFE, "new default limit; no existing user falls under it"
+
+
 def _quotas(current: ClusterState, desired: ClusterState, owns: Ownership) -> list[Change]:
     changes: list[Change] = []
     entities = sorted(set(current.quotas) | set(desired.quotas))
@@ -157,9 +191,12 @@ def _quotas(current: ClusterState, desired: ClusterState, owns: Ownership) -> li
                 continue
             if b is None:
                 action, safety, reason = Action.DELETE, Safety.SAFE, "limit lifted"
-            elif a is None or b < a:
-                action = Action.CREATE if a is None else Action.UPDATE
-                safety, reason = Safety.DISRUPTIVE, "tighter limit: clients above it are throttled"
+            elif a is None:
+                action = Action.CREATE
+                safety, reason = _new_limit(entity, key, current, desired)
+            elif b < a:
+                action, safety = Action.UPDATE, Safety.DISRUPTIVE
+                reason = "tighter limit: clients above it are throttled"
             else:
                 action, safety, reason = Action.UPDATE, Safety.SAFE, "looser limit"
             changes.append(Change(action, Kind.QUOTA, entity.describe(), safety, reason, key,

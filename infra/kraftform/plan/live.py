@@ -39,17 +39,29 @@ def cluster_identities(admin_user: str) -> frozenset[str]:
 
 def ownership_of(specs: SpecSet) -> Ownership:
     """Topics: declared or under a managed prefix. ACLs, quotas, users: of declared principals, or all of
-    them with `acl_principals: all`; the cluster's own identities never."""
+    them with `acl_principals: all`; the cluster's own identities never. With `acl_resources: managed`, an
+    ACL also needs a managed resource: a topic (or topic prefix) inside the scope, or a group, transactional
+    id or cluster resource that one of the specs' ACLs names."""
     scope = specs.cluster.managed_scope
     declared_topics = frozenset(t.name for t in specs.topics)
     principals = declared_principals(specs)
     everything = scope.acl_principals == "all"
     identities = cluster_identities(specs.cluster.security.admin_user)
+    named = frozenset((a.resource_type, a.resource_name, a.pattern_type) for a in specs.acls)
 
     def topic(name: str) -> bool:
         return not reserved(name) and (name in declared_topics or scope.covers_topic(name))
 
+    def managed_resource(binding: AclBinding) -> bool:
+        if binding.resource_type != "topic":
+            return (binding.resource_type, binding.resource_name, binding.pattern_type) in named
+        if binding.pattern_type == "prefixed":  # every topic it matches must be inside the scope
+            return scope.covers_topic(binding.resource_name)
+        return binding.resource_name != "*" and topic(binding.resource_name)
+
     def acl(binding: AclBinding) -> bool:
+        if scope.acl_resources == "managed" and not managed_resource(binding):
+            return False
         return everything or binding.principal in principals
 
     def quota(entity: QuotaEntity) -> bool:
@@ -73,10 +85,16 @@ def live_plan(specs: SpecSet, observed: ClusterState) -> Plan:
     if unmanaged:
         notes.append(f"{len(unmanaged)} topic{'s' if len(unmanaged) != 1 else ''} outside the managed scope "
                      f"left alone: {listed(unmanaged)}")
-    foreign_acls = sorted({b.principal for b in current.acls - desired.acls if not owns.acl(b)})
+    left = [b for b in current.acls - desired.acls if not owns.acl(b)]
+    principals = declared_principals(specs)
+    foreign_acls = sorted({b.principal for b in left if b.principal not in principals})
     if foreign_acls:
         notes.append(f"ACLs of {len(foreign_acls)} undeclared principal{'s' if len(foreign_acls) != 1 else ''} "
                      f"left alone: {listed(foreign_acls)}")
+    outside = sorted(f"{b.principal} {b.grant()}" for b in left if b.principal in principals)
+    if outside:
+        notes.append(f"{len(outside)} ACL binding{'s' if len(outside) != 1 else ''} of declared principals on "
+                     f"resources outside the managed scope left alone (acl_resources: managed): {listed(outside, 5)}")
     if observed.brokers and len(observed.brokers) != specs.cluster.brokers:
         notes.append(f"the cluster has {len(observed.brokers)} brokers; the specs declare {specs.cluster.brokers}")
     return Plan.of(list(plan.changes), tuple(notes))

@@ -41,7 +41,7 @@ def _what(c: Change) -> str:
 
 
 def render_text(plan: Plan) -> str:
-    lines = [f"Plan: {summary(plan)}"]
+    lines = [f"{plan.subject.capitalize()}: {summary(plan)}"]
     for c in sorted(plan.changes, key=lambda c: c.safety.rank):
         lines.append(f"  {SYMBOL[c.action]} [{c.safety}] {_what(c)}")
         lines.append(f"      {c.reason}")
@@ -55,7 +55,7 @@ def _cell(value: str | None) -> str:
 
 
 def render_markdown(plan: Plan) -> str:
-    out = ["## kraftform plan", "", f"**{summary(plan)}**", ""]
+    out = [f"## kraftform {plan.subject}", "", f"**{summary(plan)}**", ""]
     headings = {Safety.DESTRUCTIVE: "### :boom: Destructive (data or access is lost)",
                 Safety.DISRUPTIVE: "### :warning: Disruptive (clients will notice)",
                 Safety.SAFE: "### Safe"}

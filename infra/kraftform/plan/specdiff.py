@@ -15,8 +15,10 @@ from kraftform.plan.state import state_of
 from kraftform.profiles import SECTIONS
 from kraftform.spec.model import ClusterSpec, ConsumerSpec, SpecSet
 
-#: Cluster fields whose change is only bookkeeping (sizing inputs, the managed-scope declaration).
-_CLUSTER_SAFE = {"load", "managed_scope", "storage_per_broker_bytes", "defaults"}
+#: Cluster fields that never reach a node's configuration: sizing inputs, the managed-scope declaration,
+#: topic defaults (their effect shows as topic changes) and lint's conventions.
+_CLUSTER_SAFE = {"load", "managed_scope", "storage_per_broker_bytes", "defaults", "conventions"}
+UNSET = "(unset)"
 
 
 def _flat(value: Any, prefix: str) -> dict[str, str]:
@@ -29,7 +31,7 @@ def _flat(value: Any, prefix: str) -> dict[str, str]:
         return out
     if isinstance(value, tuple):
         return {prefix: ", ".join(map(str, value))}
-    return {prefix: str(value)}
+    return {prefix: UNSET if value is None else str(value)}
 
 
 def _cluster(base: ClusterSpec, head: ClusterSpec) -> list[Change]:
@@ -43,12 +45,17 @@ def _cluster(base: ClusterSpec, head: ClusterSpec) -> list[Change]:
         if key == "brokers" and int(b or 0) < int(a or 0):
             safety, reason = Safety.DESTRUCTIVE, ("fewer brokers: replicas on the removed brokers must be "
                                                   "reassigned first, or they are lost")
+        elif key == "name":
+            safety, reason = Safety.DESTRUCTIVE, ("containers, volumes and network are named after the cluster: a "
+                                                  "cluster kraftform runs is replaced by a new, empty one (for an "
+                                                  "existing cluster the name is only a label)")
         elif key == "mode":
             safety, reason = Safety.DESTRUCTIVE, "switching dedicated/combined controllers rebuilds the quorum"
         elif key == "brokers":
             safety, reason = Safety.SAFE, "more brokers: new brokers start empty until partitions are moved"
         elif top in _CLUSTER_SAFE:
-            safety, reason = Safety.SAFE, "cluster setting"
+            safety, reason = Safety.SAFE, ("checked by `kraftform lint`; nothing on the cluster changes"
+                                           if top == "conventions" else "spec setting; no node restarts")
         else:
             safety, reason = Safety.DISRUPTIVE, "nodes restart (rolling) to take the new setting"
         changes.append(Change(Action.UPDATE, Kind.CLUSTER, head.name, safety, reason, key, a, b))
@@ -122,4 +129,4 @@ def diff_specsets(base: SpecSet, head: SpecSet) -> Plan:
     """Every change between two spec revisions, classified, for review before anything runs."""
     kafka = diff_states(state_of(base), state_of(head))
     return Plan.of([*kafka.changes, *_cluster(base.cluster, head.cluster), *_consumers(base, head),
-                    *_profiles(base, head)])
+                    *_profiles(base, head)], subject="diff")

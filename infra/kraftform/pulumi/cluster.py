@@ -25,20 +25,19 @@ from kraftform.spec.model import ClusterSpec
 T = TypeVar("T")
 #: Kept encrypted in the state. The cluster id is not among them: Kafka hands it to every client in
 #: Metadata and DescribeCluster responses, and it stands in every container's format command.
-SECRET_OUTPUTS = ["ca_key", "node_keys", "admin_password", "broker_password", "controller_password"]
+SECRET_OUTPUTS = ["ca_key", "node_keys", "admin_password", "controller_password"]
 
 
 def secrets_to_outputs(s: ClusterSecrets) -> dict[str, Any]:
     return {"cluster_id": s.cluster_id, "ca_cert": s.ca.cert_pem, "ca_key": s.ca.key_pem,
             "node_keys": {n: {"cert": k.cert_pem, "key": k.key_pem} for n, k in s.node_keys.items()},
-            "admin_password": s.admin_password, "broker_password": s.broker_password,
-            "controller_password": s.controller_password}
+            "admin_password": s.admin_password, "controller_password": s.controller_password}
 
 
 def secrets_from_outputs(o: dict[str, Any]) -> ClusterSecrets:
     return ClusterSecrets(o["cluster_id"], KeyPair(o["ca_cert"], o["ca_key"]),
                           {n: KeyPair(k["cert"], k["key"]) for n, k in o["node_keys"].items()},
-                          o["admin_password"], o["broker_password"], o["controller_password"])
+                          o["admin_password"], o["controller_password"])
 
 
 def _spec_of(props: dict[str, Any]) -> ClusterSpec:

@@ -38,6 +38,7 @@ from kraftform.spec.model import (
     ValueFormat,
     Watermark,
 )
+from kraftform.spec.partial import SET_ASIDE
 from kraftform.spec.yamlsource import JsonPath, SourceDoc
 from kraftform.topic_configs import normalize_topic_config
 from kraftform.units import parse_duration_ms, parse_rate, parse_size
@@ -62,7 +63,8 @@ def entries(docs: list[SourceDoc], section: str) -> Iterator[Entry]:
             value = doc.data[section]
             if isinstance(value, list):
                 for index, item in enumerate(value):
-                    yield Entry(doc, (section, index), item)
+                    if item is not SET_ASIDE:
+                        yield Entry(doc, (section, index), item)
             else:
                 yield Entry(doc, (section,), value)
 
@@ -149,7 +151,7 @@ class Builder:
                 parse_size, storage, entry.at("storage_per_broker")),
             defaults=defaults, security=security, **{k: v for k, v in heaps.items() if v is not None},
             managed_scope=ManagedScope(tuple(scope.get("topic_prefixes", ())),
-                                       scope.get("acl_principals", "declared")),
+                                       scope.get("acl_principals", "declared"), scope.get("acl_resources", "all")),
             load=self._load(entry) if "load" in d else None,
             conventions=Conventions(conv.get("topic_name"), **bounds),
             location=entry.at(),

@@ -1,8 +1,10 @@
 """A spec directory -> a validated `SpecSet`, or one `SpecError` listing every problem.
 
 Phases run in order and each reports all it finds: YAML syntax, then JSON Schema, then building the typed
-model (value normalization), then cross-reference checks. A later phase runs only when the earlier ones
-are clean, because its checks would otherwise repeat the same mistake in other words.
+model (value normalization), then cross-reference checks. Entries that fail the schema are set aside and
+the rest goes on through the later phases (spec/partial.py), so one run reports every problem; the model is
+built only when every file parses, and cross-references are checked only when the model builds cleanly,
+because their checks would otherwise repeat the same mistake in other words.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from kraftform.errors import Location, Problem, SpecError, UsageError
 from kraftform.spec.build import build_specset
 from kraftform.spec.checks import check_specset
 from kraftform.spec.model import SpecSet
-from kraftform.spec.schema import validate_document
+from kraftform.spec.partial import SetAside, consequences_removed, valid_part
+from kraftform.spec.schema import schema_errors
 from kraftform.spec.yamlsource import SourceDoc, parse_yaml
 
 SPEC_SUFFIXES = (".yaml", ".yml")
@@ -30,6 +33,15 @@ def spec_files(specs_dir: Path) -> list[Path]:
 
 def load_documents(specs_dir: Path) -> list[SourceDoc]:
     """Parse and schema-check every file; raise with all problems of both phases."""
+    docs, problems, _ = _read(specs_dir)
+    if problems:
+        raise SpecError(problems)
+    return docs
+
+
+def _read(specs_dir: Path) -> tuple[list[SourceDoc], list[Problem], SetAside | None]:
+    """Every parsed file (schema-invalid entries set aside), the problems so far, and what was set aside
+    (None when a file did not parse: nothing can then be said about what it declares)."""
     if not specs_dir.is_dir():
         raise UsageError(f"{specs_dir}: not a directory of spec files")
     files = spec_files(specs_dir)
@@ -37,29 +49,36 @@ def load_documents(specs_dir: Path) -> list[SourceDoc]:
         raise SpecError([Problem(Location(str(specs_dir)), "no .yaml or .yml spec files found")])
     docs: list[SourceDoc] = []
     problems: list[Problem] = []
+    aside: SetAside | None = SetAside()
     for path in files:
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(Problem(Location(str(path)), f"cannot read: {exc}"))
+            aside = None
             continue
         doc, found = parse_yaml(text, str(path))
         problems.extend(found)
-        if doc is not None:
-            problems.extend(validate_document(doc))
-            docs.append(doc)
-    if problems:
-        raise SpecError(problems)
-    return docs
+        if doc is None:
+            aside = None
+            continue
+        errors = schema_errors(doc)
+        problems.extend(problem for _, problem in errors)
+        valid = valid_part(doc, (path for path, _ in errors), aside or SetAside())
+        if valid is not None:
+            docs.append(valid)
+    return docs, problems, aside
 
 
 def load_specs(specs_dir: str | Path) -> SpecSet:
     """The validated model of a spec directory; raises SpecError or UsageError."""
-    docs = load_documents(Path(specs_dir))
-    specset, problems = build_specset(docs)
-    if problems or specset is None:
-        raise SpecError(problems)
-    problems = check_specset(specset)
+    docs, problems, aside = _read(Path(specs_dir))
+    if aside is None or aside.cluster or not docs:
+        raise SpecError(problems)  # a file that does not parse, or no cluster to build on: stop here
+    specset, found = build_specset(docs)
+    if specset is None or found:
+        raise SpecError(problems + consequences_removed(found, aside))
+    problems += consequences_removed(check_specset(specset), aside)
     if problems:
         raise SpecError(problems)
     return specset

@@ -70,10 +70,14 @@ class Conventions:
 
 @dataclass(frozen=True)
 class ManagedScope:
-    """Topics kraftform may change or delete: declared ones, and any under these prefixes."""
+    """What kraftform may change or delete: topics declared or under these prefixes; ACLs, quotas and users of
+    declared principals (or of all with `acl_principals: all`); and, with `acl_resources: managed`, of those
+    ACLs only the ones on resources kraftform manages, so grants another tool gives the same principal on
+    other teams' topics are left alone."""
 
     topic_prefixes: tuple[str, ...] = ()
     acl_principals: Literal["declared", "all"] = "declared"
+    acl_resources: Literal["all", "managed"] = "all"
 
     def covers_topic(self, name: str) -> bool:
         return any(name.startswith(p) for p in self.topic_prefixes)

@@ -101,12 +101,14 @@ def _messages(error: ValidationError) -> Iterator[tuple[JsonPath, str]]:
         yield path, message if len(message) <= 200 else f"{_short(instance)} fails {keyword} {expected}"
 
 
+def schema_errors(doc: SourceDoc) -> list[tuple[JsonPath, Problem]]:
+    """Every schema violation in one spec file, located, with the path of the value it is about."""
+    if doc.data is None:
+        return [((), Problem(doc.locate(()), "the file is empty; add a section (cluster, topics, acls, ...)"))]
+    return [(path, Problem(doc.locate(path), message))
+            for error in _validator().iter_errors(doc.data) for path, message in _messages(error)]
+
+
 def validate_document(doc: SourceDoc) -> list[Problem]:
     """Every schema violation in one spec file, located."""
-    if doc.data is None:
-        return [Problem(doc.locate(()), "the file is empty; add a section (cluster, topics, acls, ...)")]
-    problems = []
-    for error in _validator().iter_errors(doc.data):
-        for path, message in _messages(error):
-            problems.append(Problem(doc.locate(path), message))
-    return problems
+    return [problem for _, problem in schema_errors(doc)]

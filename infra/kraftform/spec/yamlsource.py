@@ -143,7 +143,13 @@ def parse_yaml(text: str, file: str) -> tuple[SourceDoc | None, list[Problem]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        what = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+        what = str(exc.problem or exc.context)
+        if exc.problem and exc.context:
+            opened = exc.context_mark
+            # Where an unclosed bracket or quote began is usually the line to fix, not where parsing gave up.
+            where = (f" which began at line {opened.line + 1}, column {opened.column + 1}"
+                     if opened is not None and opened.line + 1 != line else "")
+            what = f"{exc.problem} ({exc.context}{where})"
         return None, [Problem(Location(file, line, col), f"invalid YAML: {what}")]
     except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError) as exc:
         # ValueError and friends come from the constructor (e.g. a timestamp like 2026-13-45).

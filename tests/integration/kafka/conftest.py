@@ -45,10 +45,11 @@ class Workspace:
     def name(self, suffix: str) -> str:
         return f"{self.prefix}.{suffix}"
 
-    def write(self, **sections: list[dict[str, Any]]) -> SpecSet:
-        """Replace the spec files with these sections (topics, acls, quotas, users, principals)."""
+    def write(self, scope: dict[str, Any] | None = None, **sections: list[dict[str, Any]]) -> SpecSet:
+        """Replace the spec files with these sections (topics, acls, quotas, users, principals); `scope` adds
+        to the managed scope (its topic prefix is always the test's own)."""
         cluster = yaml.safe_load((CLUSTER_SPECS / "cluster.yaml").read_text())
-        cluster["cluster"]["managed_scope"] = {"topic_prefixes": [f"{self.prefix}."]}
+        cluster["cluster"]["managed_scope"] = {"topic_prefixes": [f"{self.prefix}."], **(scope or {})}
         for path in self.root.glob("*.yaml"):
             path.unlink()
         (self.root / "cluster.yaml").write_text(yaml.safe_dump(cluster))

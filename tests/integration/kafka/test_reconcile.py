@@ -221,6 +221,37 @@ def test_drift_made_with_kafkas_own_tools_is_found_and_fixed(workspace: Workspac
     assert "retention.ms=3600000" in described and "max.message.bytes=2000000" not in described
 
 
+def test_acl_resources_managed_leaves_grants_made_by_aclcommand_outside_the_scope(workspace: Workspace) -> None:
+    app = workspace.prefix.replace(".", "-")
+    topic = workspace.name("owned")
+    acl = {"principal": f"User:{app}", "resource": {"type": "topic", "name": topic}, "operations": ["read"]}
+    sections: dict[str, Any] = {"topics": [topic_spec(topic)], "principals": [{"name": f"User:{app}"}],
+                                "acls": [acl]}
+    workspace.write(scope={"acl_resources": "managed"}, **sections)
+    workspace.apply()
+    common = ["--bootstrap-server", workspace.cluster.deployment.bootstrap,
+              "--command-config", str(workspace.command_config)]
+    other_team = f"otherteam.{app}"  # outside the test's managed prefix: another tool's grant
+    run_kafka_tool(ACLS, [*common, "--add", "--allow-principal", f"User:{app}", "--operation", "Read",
+                          "--topic", other_team])
+    run_kafka_tool(ACLS, [*common, "--add", "--allow-principal", f"User:{app}", "--operation", "Write",
+                          "--topic", topic])
+    planned = workspace.cli("plan")
+    assert planned.returncode == 2, planned.stderr
+    assert f"delete acl User:{app} allow write on topic {topic!r}" in planned.stdout  # inside: kraftform's
+    assert other_team not in planned.stdout.split("note:")[0]  # no change touches the other team's grant
+    assert "1 ACL binding of declared principals on resources outside the managed scope" in planned.stdout
+    assert workspace.cli("apply", "--auto-approve", "--allow-destructive").returncode == 0
+    assert workspace.cli("plan").returncode == 0
+    left = run_kafka_tool(ACLS, [*common, "--list", "--topic", other_team])
+    assert f"User:{app}" in left and "READ" in left  # still there, as AclCommand made it
+
+    workspace.write(**sections)  # the default (acl_resources: all): every ACL of a declared principal
+    assert f"delete acl User:{app} allow read on topic {other_team!r}" in workspace.cli("plan").stdout
+    run_kafka_tool(ACLS, [*common, "--remove", "--force", "--allow-principal", f"User:{app}", "--operation",
+                          "Read", "--topic", other_team])
+
+
 def test_import_then_plan_is_empty(workspace: Workspace) -> None:
     topic = workspace.name("imported")
     workspace.write(topics=[topic_spec(topic, partitions=3, config={"cleanup.policy": "compact"})],

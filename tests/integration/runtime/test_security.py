@@ -100,6 +100,35 @@ def test_user_without_acls_is_denied_read_and_write(cluster: LiveCluster) -> Non
     assert codes & {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED}, codes
 
 
+def test_the_inter_broker_listener_refuses_client_users_with_valid_credentials(local_cluster: LiveCluster) -> None:
+    """SCRAM credentials are cluster-wide: only mutual TLS with a node certificate keeps clients off 9093.
+    (The Docker runtime renders the same listener and does not publish that port to the host.)"""
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    from kraftform.cluster.topology import CLIENT_PORT, INTERNAL_PORT
+
+    admin = AdminClient(local_cluster.admin)
+    user, password = unique("client").replace(".", "-"), "pw-" + unique()
+    upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
+                                          password.encode())
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(timeout=30)
+    conf = local_cluster.client(**{"sasl.username": user, "sasl.password": password})
+    client_listeners = conf["bootstrap.servers"]
+    deadline = time.monotonic() + 60  # the credential works on the client listener (it reaches every broker)
+    while True:
+        try:
+            AdminClient(conf).list_topics(timeout=5)
+            break
+        except KafkaException:
+            assert time.monotonic() < deadline, "the new user never logged in on the client listener"
+    internal = client_listeners.replace(f":{CLIENT_PORT}", f":{INTERNAL_PORT}")
+    assert internal != client_listeners
+    for protocol in ("SASL_SSL", "SSL"):  # with its password, and as a TLS client without a node certificate
+        error = _metadata_error({**conf, "bootstrap.servers": internal, "security.protocol": protocol})
+        assert "Failed to get metadata" in error or "SSL handshake failed" in error, (protocol, error)
+
+
 def test_killed_broker_rejoins_and_under_replication_clears(cluster: LiveCluster) -> None:
     admin = AdminClient(cluster.admin)
     topic = unique("it.failover")

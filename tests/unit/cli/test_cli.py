@@ -47,7 +47,7 @@ def test_usage_errors_exit_1_not_2(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_diff_exit_codes_and_formats(specs_copy: SpecsCopy, capsys: pytest.CaptureFixture[str]) -> None:
     base, head = specs_copy("base"), specs_copy("head")
     assert main(["diff", str(base), str(head)]) == 0
-    assert capsys.readouterr().out == "Plan: No changes.\n"
+    assert capsys.readouterr().out == "Diff: No changes.\n"  # two revisions compared, not a cluster planned
     edit(head / "topics" / "payments.yaml", "partitions: 12", "partitions: 6")
     edit(head / "topics" / "orders.yaml", "partitions: 3", "partitions: 9")
     assert main(["diff", str(base), str(head), "--format", "json"]) == 2
@@ -55,7 +55,7 @@ def test_diff_exit_codes_and_formats(specs_copy: SpecsCopy, capsys: pytest.Captu
     safety = {c["resource"]: c["safety"] for c in data["changes"]}
     assert safety == {"payments.transactions.v1": "destructive", "orders.dlq.v1": "disruptive"}
     assert main(["diff", str(base), str(head), "--format", "markdown"]) == 2
-    assert capsys.readouterr().out.startswith("## kraftform plan")
+    assert capsys.readouterr().out.startswith("## kraftform diff")
     edit(head / "cluster.yaml", "brokers: 3", "brokers: x")
     assert main(["diff", str(base), str(head)]) == 1
 
@@ -104,3 +104,22 @@ def test_import_refuses_a_non_empty_directory(tmp_path: Path) -> None:
     (tmp_path / "cluster.yaml").write_text("cluster: {}\n")
     done = run("import", str(tmp_path), "--command-config", str(tmp_path / "none.properties"))
     assert done.returncode == 1 and "is not empty" in done.stderr
+
+
+@pytest.mark.parametrize("argv", [["cluster", "up"], ["cluster", "status"], ["cluster", "down"],
+                                  ["consumers", "run", "fraud-scoring"], ["consumers", "status"],
+                                  ["consumers", "feed", "fraud-scoring"]])
+def test_every_command_that_finds_a_cluster_by_its_state_defaults_to_one_directory(argv: list[str]) -> None:
+    from kraftform.cli import build_parser
+    from kraftform.cli.cluster_commands import DEFAULT_STATE
+
+    assert build_parser().parse_args(argv).state_dir == Path(DEFAULT_STATE)
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    assert f"--state-dir {DEFAULT_STATE} " in readme  # the quick start's cluster is the default one
+
+
+def test_top_level_help_speaks_to_users_and_states_the_exit_codes() -> None:
+    done = run("--help")
+    assert done.returncode == 0
+    assert "module" not in done.stdout and "registers" not in done.stdout
+    assert "spec files" in done.stdout and "2 success with changes" in done.stdout

@@ -39,8 +39,12 @@ def test_no_plaintext_listener_and_deny_by_default(auth: str) -> None:
         assert props["allow.everyone.if.no.acl.found"] == "false"
         assert props["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
         supers = props["super.users"].split(";")
-        assert "User:kraftform-admin" in supers and "User:kraftform-broker" in supers
-        assert {f"User:{n.name}" for n in topo.nodes} <= set(supers)
+        assert set(supers) == {"User:kraftform-admin", *(f"User:{n.name}" for n in topo.nodes)} | (
+            {"User:kraftform-controller"} if auth == "plain" else set())
+        if "INTERNAL" in protocols:  # brokers talk to brokers with their certificates, never a client's password
+            assert protocols["INTERNAL"] == "SSL" and props["listener.name.internal.ssl.client.auth"] == "required"
+            assert props["inter.broker.listener.name"] == "INTERNAL"
+            assert not any(k.startswith("listener.name.internal.") and "sasl" in k for k in props)
         assert props["ssl.keystore.type"] == "PEM" and props["ssl.truststore.type"] == "PEM"
         assert "SCRAM" not in props.get("sasl.mechanism.controller.protocol", "")
 

@@ -30,12 +30,12 @@ def test_secrets_only_in_secret_files_never_in_commands_or_labels() -> None:
     secrets = make_secrets(topo, docker_addressing(topo), admin_password="s3cret-admin")
     for spec in container_specs(topo, secrets):
         visible = " ".join(spec.command) + repr(spec) + str(spec.labels)
-        for secret in (secrets.admin_password, secrets.broker_password, secrets.node_keys[spec.name].key_pem):
+        for secret in (secrets.admin_password, secrets.controller_password, secrets.node_keys[spec.name].key_pem):
             assert secret not in visible
         by_path = {f.path: f for f in spec.files}
         assert by_path[f"{CONFIG_DIR}/tls/node.pem"].secret and by_path[f"{CONFIG_DIR}/tls/node.pem"].mode == 0o600
         assert by_path[f"{CONFIG_DIR}/format.args"].secret
         assert "s3cret-admin" in by_path[f"{CONFIG_DIR}/format.args"].content
         assert not by_path[f"{CONFIG_DIR}/server.properties"].secret
-        assert secrets.broker_password not in by_path[f"{CONFIG_DIR}/server.properties"].content
+        assert secrets.admin_password not in by_path[f"{CONFIG_DIR}/server.properties"].content
         assert spec.command[:2] == ("sh", "-c") and "kafka.Kafka" in spec.command[2]

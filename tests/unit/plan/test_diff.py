@@ -137,3 +137,53 @@ def test_classify_config_change_edge_cases() -> None:
     assert classify_config_change("max.message.bytes", "2000000", "1000000")[0] is Safety.DISRUPTIVE
     assert classify_config_change("unclean.leader.election.enable", "false", "true")[0] is Safety.DISRUPTIVE
     assert classify_config_change("segment.ms", "1", "2")[0] is Safety.SAFE
+
+
+def test_a_new_limit_or_deny_rule_is_safe_unless_running_clients_fall_under_it() -> None:
+    from kraftform.plan.diff import diff_states
+    from kraftform.plan.state import ClusterState, UserState
+    from kraftform.spec.model import AclBinding, QuotaEntity
+
+    def deny(principal: str) -> AclBinding:
+        return AclBinding(principal, "topic", "t", "literal", "write", "deny")
+
+    current = ClusterState(users={"admin": UserState("admin", "SCRAM-SHA-512", 8192),
+                                  "running": UserState("running", "SCRAM-SHA-512", 8192)})
+    desired = ClusterState(
+        users={**current.users, "fresh": UserState("fresh", "SCRAM-SHA-512", 8192)},
+        acls=frozenset({deny("User:fresh"), deny("User:running"), deny("User:CN=billing,O=example")}),
+        quotas={QuotaEntity(user="fresh"): {"producer_byte_rate": 1e6},
+                QuotaEntity(user="running"): {"producer_byte_rate": 1e6},
+                QuotaEntity(user="<default>"): {"producer_byte_rate": 1e6, "consumer_byte_rate": 1e6},
+                QuotaEntity(client_id="batch"): {"consumer_byte_rate": 1e6}})
+    plan = diff_states(current, desired)
+    labels = {(c.resource, c.key): c.safety for c in plan.changes if c.kind in (Kind.ACL, Kind.QUOTA)}
+    assert labels == {
+        ("User:fresh", "deny write on topic 't'"): Safety.SAFE,  # created by this plan: nobody runs as it
+        ("User:running", "deny write on topic 't'"): Safety.DISRUPTIVE,
+        ("User:CN=billing,O=example", "deny write on topic 't'"): Safety.DISRUPTIVE,  # TLS: may be connected
+        ("user=fresh", "producer_byte_rate"): Safety.SAFE,
+        ("user=running", "producer_byte_rate"): Safety.DISRUPTIVE,
+        ("user=<default>", "producer_byte_rate"): Safety.DISRUPTIVE,  # admin has no producer limit of its own
+        ("user=<default>", "consumer_byte_rate"): Safety.DISRUPTIVE,
+        ("client-id=batch", "consumer_byte_rate"): Safety.DISRUPTIVE,
+    }
+    reasons = {c.key: c.reason for c in plan.changes if c.resource == "user=<default>"}
+    assert "(admin)" in reasons["producer_byte_rate"]  # `running` has a producer limit of its own
+    assert "(admin, running)" in reasons["consumer_byte_rate"]  # which users it throttles, by name
+    only_fresh = diff_states(ClusterState(), desired)  # nobody exists yet: nothing running is restricted
+    assert {c.safety for c in only_fresh.changes if c.kind in (Kind.ACL, Kind.QUOTA)
+            if "CN=" not in c.resource and "client-id" not in c.resource} == {Safety.SAFE}
+
+
+def test_cluster_changes_restart_nodes_only_for_settings_that_reach_them(specs_copy: SpecsCopy) -> None:
+    base, head = specs_copy("base"), specs_copy("head")
+    edit(head / "cluster.yaml", "  name: platform", "  name: platform2")
+    edit(head / "cluster.yaml", "    min_retention: 1h\n", "")
+    plan = diff(base, head)
+    cluster = {c.key: c for c in plan.changes if c.kind is Kind.CLUSTER}
+    assert cluster["name"].safety is Safety.DESTRUCTIVE and "new, empty" in cluster["name"].reason
+    retention = cluster["conventions.min_retention_ms"]
+    assert retention.safety is Safety.SAFE and "restart" not in retention.reason
+    assert retention.current == "3600000" and retention.desired == "(unset)"  # never Python's None
+    assert plan.subject == "diff"

@@ -145,3 +145,23 @@ def test_more_replicas_than_brokers_and_fewer_partitions_are_refused(specs: Spec
     assert any("the cluster has 2 brokers; the specs declare 3" in n for n in plan.notes)
 
 
+
+
+def test_acl_resources_managed_leaves_a_declared_principals_grants_on_other_resources_alone(specs: SpecSet) -> None:
+    managed = dataclasses.replace(specs, cluster=dataclasses.replace(
+        specs.cluster, managed_scope=dataclasses.replace(specs.cluster.managed_scope, acl_resources="managed")))
+    inside = AclBinding("User:orders-service", "topic", "orders.stray.v1", "literal", "write", "allow")
+    outside = [AclBinding("User:orders-service", "topic", "billing.invoices", "literal", "read", "allow"),
+               AclBinding("User:orders-service", "topic", "ord", "prefixed", "read", "allow"),  # wider than scope
+               AclBinding("User:orders-service", "topic", "*", "literal", "read", "allow"),
+               AclBinding("User:orders-service", "group", "billing-app", "literal", "read", "allow")]
+    named_group = next(b for a in specs.acls if a.resource_type == "group" for b in a.bindings())
+    extra_on_named = dataclasses.replace(named_group, operation="delete")
+    observed = applied(specs)
+    observed = dataclasses.replace(observed, acls=observed.acls | {inside, extra_on_named, *outside})
+    assert {c.key for c in live_plan(specs, observed).changes} == {b.grant() for b in [inside, extra_on_named,
+                                                                                          *outside]}
+    plan = live_plan(managed, observed)
+    assert {c.key for c in plan.changes} == {inside.grant(), extra_on_named.grant()}
+    [note] = [n for n in plan.notes if "outside the managed scope" in n]
+    assert note.startswith("4 ACL bindings of declared principals")

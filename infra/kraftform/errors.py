@@ -52,6 +52,36 @@ class PlanRefusedError(KraftformError):
     """kraftform will not make this change (it would lose data or cannot be done by Kafka)."""
 
 
+class ConnectionFailed(KraftformError):
+    """The cluster cannot be reached with this client config: nobody listens, TLS fails, wrong protocol."""
+
+
+class AuthenticationFailed(ConnectionFailed):
+    """The cluster answered and refused the credentials: fix the password or user in the client config."""
+
+
+class AuthorizationDenied(KraftformError):
+    """Logged in, but an ACL does not allow the operation: add the ACL to the specs and apply."""
+
+
+class KafkaRequestFailed(KraftformError):
+    """The cluster refused or failed a request kraftform sent (a create, an alter, a reassignment)."""
+
+
+class ClusterUnhealthy(KraftformError):
+    """The cluster answered but is not in the state waited for (brokers missing, records not read back,
+    applied changes not reported) within the stated deadline."""
+
+
+class EnvironmentMissing(KraftformError):
+    """Something kraftform runs is missing or failed on this machine: Java, Maven, Docker, debootstrap, a
+    Kafka tool. `bash scripts/setup` installs all of them."""
+
+
+class InternalError(KraftformError):
+    """A kraftform bug, not the user's doing: report it with the command that caused it."""
+
+
 class SpecError(KraftformError):
     """The spec set is invalid. Holds all problems, so the user fixes them in one pass."""
 

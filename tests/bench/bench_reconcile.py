@@ -70,7 +70,8 @@ def kraftform(state_dir: Path, *args: str) -> tuple[float, int, str, int]:
     seconds = time.monotonic() - started
     lines = done.stderr.strip().splitlines()
     if done.returncode not in (0, 2):
-        raise SystemExit(f"kraftform {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+        errors = [line for line in lines if "error" in line.lower()]
+        raise SystemExit(f"kraftform {' '.join(args)} failed:\n" + "\n".join(errors or lines[-40:]))
     return seconds, done.returncode, "\n".join(lines[:-1]), int(lines[-1])
 
 
@@ -110,7 +111,10 @@ def main() -> None:
         for size in args.sizes:
             specs = work / f"specs-{size}"
             write_specs(specs, size)
-            apply_s, _, _apply_log, _apply_kib = kraftform(state_dir, "apply", str(specs), "--auto-approve")
+            apply_s, _, apply_log, _apply_kib = kraftform(state_dir, "apply", str(specs), "--auto-approve")
+            for line in apply_log.splitlines():  # the time of each step, as apply reports it
+                if ": done in " in line or line.startswith(("observed", "Applied", "waited")):
+                    print(f"{size} topics: apply {line.strip()}", flush=True)
             # Read a settled cluster: brokers finish creating thousands of replicas after the apply returns.
             settle = time.monotonic()
             poll_health({**admin_config(state_dir), "log_level": "0"}, lambda h: h.ok, timeout=600)

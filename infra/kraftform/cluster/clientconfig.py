@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import javaproperties
+
 from kraftform.cluster.config import SCRAM_LOGIN, properties_text
 
 
@@ -41,17 +43,24 @@ def librdkafka_config(auth: ClientAuth) -> dict[str, str]:
 
 
 def librdkafka_conf(auth: ClientAuth) -> str:
-    """kcat -F FILE and confluent-kafka read this `key=value` format."""
-    return properties_text(librdkafka_config(auth), "kraftform admin client (librdkafka: kcat -F, confluent-kafka)")
+    """kcat -F FILE reads this `key=value` format verbatim: the text after the first `=` to the end of the
+    line is the value, with no escapes (a backslash in a password stays one backslash)."""
+    lines = ["# kraftform admin client (librdkafka: kcat -F, confluent-kafka)"]
+    lines += [f"{key}={value}" for key, value in sorted(librdkafka_config(auth).items())]
+    return "\n".join(lines) + "\n"
+
+
+#: Keys only librdkafka's format has: a file holding them is read the way kcat reads it, verbatim.
+LIBRDKAFKA_KEYS = ("sasl.username", "sasl.password", "sasl.mechanisms", "ssl.ca.location")
 
 
 def read_client_config(path: str) -> dict[str, str]:
-    """Parse a `.properties`/`.conf` file written above (or by hand) into a dict."""
-    out: dict[str, str] = {}
+    """A client config as its own tools read it: Java `.properties` as java.util.Properties does (Kafka's
+    documented multi-line `sasl.jaas.config ... \\` form included), librdkafka `key=value` verbatim."""
     with open(path, encoding="utf-8") as handle:
-        for raw in handle:
-            line = raw.strip()
-            if line and not line.startswith(("#", "!")) and "=" in line:
-                key, value = line.split("=", 1)
-                out[key.strip()] = value.strip().replace("\\\\", "\\")
-    return out
+        text = handle.read()
+    java = dict(javaproperties.loads(text))
+    if not any(key in java for key in LIBRDKAFKA_KEYS):
+        return java
+    pairs = (line.strip().split("=", 1) for line in text.splitlines())
+    return {kv[0].strip(): kv[1].strip() for kv in pairs if len(kv) == 2 and not kv[0].startswith("#")}

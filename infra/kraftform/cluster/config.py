@@ -216,8 +216,16 @@ def properties_text(props: Mapping[str, str], header: str = "") -> str:
 
 
 def _escape(value: str) -> str:
-    # java.util.Properties treats a backslash as an escape; nothing else here needs escaping.
-    return value.replace("\\", "\\\\")
+    """A value as java.util.Properties reads it back: backslashes, line breaks and a leading blank escaped,
+    and everything outside ASCII as \\uXXXX (Kafka loads server.properties as ISO-8859-1)."""
+    out = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    out = "".join(c if ord(c) < 128 else "".join(f"\\u{u:04x}" for u in _utf16(c)) for c in out)
+    return "\\" + out if out.startswith((" ", "\f")) else out
+
+
+def _utf16(char: str) -> list[int]:
+    data = char.encode("utf-16-be")
+    return [int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2)]
 
 
 def secrets_properties(topo: Topology, controller_password: str) -> str:

@@ -19,7 +19,13 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ClusterMetadata
 
-from kraftform.errors import KraftformError
+from kraftform.errors import (
+    AuthenticationFailed,
+    AuthorizationDenied,
+    ConnectionFailed,
+    KafkaRequestFailed,
+    KraftformError,
+)
 from kraftform.kafka.connect import Connection
 
 TIMEOUT = 30.0
@@ -122,16 +128,28 @@ class Admin:
             self.client.poll(0)
             cause = decisive_cause(self.errors, self.connection)
             if cause is not None:
-                raise KraftformError(f"cannot {what} on {self.connection.bootstrap}: {cause}")
+                raise self._kind(None)(f"cannot {what} on {self.connection.bootstrap}: {cause}")
 
     def failure(self, what: str, exc: BaseException) -> KraftformError:
         """The most telling error: a decisive cause (an authentication failure, ...) beats the timeout it caused."""
         self.client.poll(0)
+        error = exc.args[0] if isinstance(exc, KafkaException) else None
         cause = decisive_cause(self.errors, self.connection) or (
-            self.errors[-1].str() if self.errors else str(exc.args[0].str() if isinstance(exc, KafkaException)
-                                                           else exc))
-        return KraftformError(f"cannot {what} on {self.connection.bootstrap} as "
-                              f"{self.connection.username or 'anonymous'}: {cause}")
+            self.errors[-1].str() if self.errors else (error.str() if error is not None else str(exc)))
+        return self._kind(error)(f"cannot {what} on {self.connection.bootstrap} as "
+                                 f"{self.connection.username or 'anonymous'}: {cause}")
+
+    def _kind(self, error: KafkaError | None) -> type[KraftformError]:
+        """Which of the user-actionable errors this is: credentials, an ACL, reaching the cluster, or the
+        request itself."""
+        if any(is_auth_error(e) for e in self.errors):
+            return AuthenticationFailed
+        if error is not None and "AUTHORIZATION_FAILED" in (error.name() or ""):
+            return AuthorizationDenied
+        if error is None or error.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT,
+                                             KafkaError._ALL_BROKERS_DOWN, KafkaError._SSL):
+            return ConnectionFailed
+        return KafkaRequestFailed
 
 
 @contextmanager
@@ -144,7 +162,7 @@ def kafka_python_admin(connection: Connection, requests: Requests) -> Iterator[A
     try:
         client = KafkaAdminClient(**connection.kafka_python(), request_timeout_ms=int(TIMEOUT * 1000))
     except PyKafkaError as exc:
-        raise KraftformError(f"cannot connect to {connection.bootstrap} (kafka-python): {exc}") from None
+        raise ConnectionFailed(f"cannot connect to {connection.bootstrap} (kafka-python): {exc}") from None
     try:
         yield client
     finally:

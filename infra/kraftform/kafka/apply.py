@@ -7,6 +7,9 @@ trusting the responses. An apply killed at any point therefore converges on the 
 
 Nothing is sent when the plan holds refused changes, destructive changes without `allow_destructive`, or
 users whose password cannot be read: those are found before the first request.
+
+Each change carries what to send (its typed payload), so an apply needs only the plan, the connection and
+the passwords, and every step is linear in the number of changes.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
@@ -36,16 +39,34 @@ from confluent_kafka.admin import (
 )
 from confluent_kafka.cimpl import NewTopic
 
-from kraftform.errors import KraftformError, PlanRefusedError, UsageError
+from kraftform.errors import (
+    ClusterUnhealthy,
+    InternalError,
+    KafkaRequestFailed,
+    PlanRefusedError,
+    UsageError,
+)
 from kraftform.kafka.admin import Admin, batches, kafka_python_admin
 from kraftform.kafka.connect import Connection
-from kraftform.kafka.credentials import require_password, require_passwords
+from kraftform.kafka.credentials import require_passwords
 from kraftform.kafka.observe import PATTERN_TYPES, RESOURCE_TYPES
 from kraftform.kafka.quotas import alter_quotas
-from kraftform.plan import placement
-from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
+from kraftform.plan.changes import (
+    Action,
+    Change,
+    ConfigValue,
+    Credential,
+    Kind,
+    PartitionCount,
+    Plan,
+    QuotaValue,
+    Reassignment,
+    Safety,
+)
+from kraftform.plan.changes import (
+    NewTopic as TopicPayload,
+)
 from kraftform.plan.render import listed
-from kraftform.plan.state import ClusterState
 from kraftform.spec import model
 from kraftform.spec.model import SpecSet
 
@@ -87,7 +108,7 @@ def check_applicable(plan: Plan, specs: SpecSet, passwords: Mapping[str, str | N
                                "nothing was applied:\n" + "\n".join(shown))
     for c in plan.changes:
         if c.kind is Kind.ACL and c.action is Action.CREATE:
-            binding = _binding_of(c, specs)
+            binding = _payload(c, model.AclBinding)
             if binding.resource_type not in _RESOURCE_TYPES or \
                     binding.operation.upper() not in AclOperation.__members__:
                 raise UsageError(f"ACL {binding.describe()}: confluent-kafka cannot manage ACLs on "
@@ -97,11 +118,15 @@ def check_applicable(plan: Plan, specs: SpecSet, passwords: Mapping[str, str | N
                        if c.kind is Kind.USER and c.action is not Action.DELETE], passwords)
 
 
-def _binding_of(change: Change, specs: SpecSet) -> model.AclBinding:
-    for binding in specs.acl_bindings():
-        if binding.principal == change.resource and binding.grant() == change.key:
-            return binding
-    raise KraftformError(f"internal: no spec binding for {change.resource} {change.key}")
+P = TypeVar("P")
+
+
+def _payload(change: Change, kind: type[P]) -> P:
+    """What `change` sends; a plan made offline (a diff of two revisions) has none to send."""
+    if not isinstance(change.payload, kind):
+        raise InternalError(f"internal: {change.action} {change.kind} {change.resource} carries no "
+                             f"{kind.__name__} to apply (only a live plan can be applied)")
+    return change.payload
 
 
 def _retriable(error: KafkaError) -> bool:
@@ -124,17 +149,17 @@ def _wait(futures: Mapping[Any, Future[Any]], what: str, benign: Iterable[str] =
             else:
                 failed.append(f"{getattr(key, 'name', key)}: {error.name()}: {error.str()}")
     if failed:
-        raise KraftformError(f"{what} failed: {listed(failed, sep='; ')}")
+        raise KafkaRequestFailed(f"{what} failed: {listed(failed, sep='; ')}")
     return retry
 
 
 class Applier:
-    def __init__(self, connection: Connection, specs: SpecSet, observed: ClusterState,
-                 passwords: Mapping[str, str | None], options: ApplyOptions, progress: Progress) -> None:
+    """Sends a plan's payloads; knows nothing of specs or observations."""
+
+    def __init__(self, connection: Connection, passwords: Mapping[str, str | None], options: ApplyOptions,
+                 progress: Progress) -> None:
         self.admin = Admin(connection)
         self.connection = connection
-        self.specs = specs
-        self.observed = observed
         self.passwords = passwords
         self.options = options
         self.progress = progress
@@ -167,28 +192,31 @@ class Applier:
 
     # --- users ---------------------------------------------------------------------------------------
     def users(self, changes: list[Change]) -> None:
-        specs = {u.name: u for u in self.specs.users}
+        upserts: dict[str, tuple[str, int]] = {}
+        deletes: dict[str, str] = {}
+        for c in changes:  # a user's several changes (iterations, password, ...) make one credential write
+            credential = _payload(c, Credential)
+            if credential.upsert is not None:
+                upserts[c.resource] = credential.upsert
+            if credential.delete is not None:
+                deletes[c.resource] = credential.delete
         alterations: list[Any] = []
-        for name in sorted({c.resource for c in changes}):
-            current = self.observed.users.get(name)
-            spec = specs.get(name)
-            if spec is not None:
-                mechanism = ScramMechanism[spec.mechanism.replace("-", "_")]
-                alterations.append(UserScramCredentialUpsertion(
-                    name, ScramCredentialInfo(mechanism, spec.iterations),
-                    require_password(spec, self.passwords).encode()))
-            if current is not None and (spec is None or spec.mechanism != current.mechanism):
-                alterations.append(UserScramCredentialDeletion(
-                    name, ScramMechanism[current.mechanism.replace("-", "_")]))
+        for name, (mechanism, iterations) in sorted(upserts.items()):
+            password = self.passwords.get(name)
+            if password is None:
+                raise UsageError(f"user {name!r}: no password was given for it; nothing was sent for it")
+            alterations.append(UserScramCredentialUpsertion(
+                name, ScramCredentialInfo(_mechanism(mechanism), iterations), password.encode()))
+        alterations += [UserScramCredentialDeletion(name, _mechanism(mechanism))
+                        for name, mechanism in sorted(deletes.items())]
         self._send("AlterUserScramCredentials", alterations,
                    lambda batch: self.admin.client.alter_user_scram_credentials(batch, request_timeout=WRITE_TIMEOUT),
                    "alter SCRAM users", benign={"RESOURCE_NOT_FOUND"}, key=lambda a: a.user)
 
     # --- topics --------------------------------------------------------------------------------------
     def topics(self, changes: list[Change]) -> None:
-        created = [self.specs.topic(c.resource) for c in changes if c.action is Action.CREATE]
-        new = [NewTopic(t.name, t.partitions, t.replication_factor, config=dict(t.config))
-               for t in created if t is not None]
+        new = [NewTopic(c.resource, t.partitions, t.replication_factor, config=dict(t.config))
+               for c in changes if c.action is Action.CREATE for t in [_payload(c, TopicPayload)]]
         self._send("CreateTopics", new,
                    lambda batch: self.admin.client.create_topics(batch, request_timeout=WRITE_TIMEOUT),
                    "create topics", benign={"TOPIC_ALREADY_EXISTS"}, key=lambda t: t.topic)
@@ -200,12 +228,9 @@ class Applier:
         entries: dict[str, list[ConfigEntry]] = defaultdict(list)
         for c in changes:
             assert c.key is not None
-            spec = self.specs.topic(c.resource)
-            if c.action is Action.DELETE or spec is None:
-                entries[c.resource].append(ConfigEntry(c.key, None, incremental_operation=AlterConfigOpType.DELETE))
-            else:
-                entries[c.resource].append(ConfigEntry(c.key, spec.config[c.key],
-                                                       incremental_operation=AlterConfigOpType.SET))
+            value = _payload(c, ConfigValue).value
+            op = AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET
+            entries[c.resource].append(ConfigEntry(c.key, value, incremental_operation=op))
         self._alter_configs(ResourceType.TOPIC, entries, "alter topic configs")
 
     def _alter_configs(self, restype: ResourceType, entries: Mapping[str, list[ConfigEntry]], what: str) -> None:
@@ -215,7 +240,8 @@ class Applier:
                    what)
 
     def partitions(self, changes: list[Change]) -> None:
-        grow = [NewPartitions(c.resource, int(c.desired or 0)) for c in changes if c.action is Action.UPDATE]
+        grow = [NewPartitions(c.resource, _payload(c, PartitionCount).count) for c in changes
+                if c.action is Action.UPDATE]
         # INVALID_PARTITIONS: already at that count (an earlier, interrupted run got there); the final
         # observation verifies it.
         self._send("CreatePartitions", grow,
@@ -226,16 +252,15 @@ class Applier:
         from kafka.structs import TopicPartition
 
         targets: dict[Any, list[int]] = {}
+        brokers: set[int] = set()
         for c in changes:
-            topic = self.observed.topics[c.resource]
-            spec = self.specs.topic(c.resource)
-            assert spec is not None
-            new = placement.reassign(topic.assignment, self.observed.brokers, spec.replication_factor)
-            targets.update({TopicPartition(c.resource, p): list(replicas) for p, replicas in enumerate(new)})
+            move = _payload(c, Reassignment)
+            brokers.update(move.brokers)
+            targets.update({TopicPartition(c.resource, p): list(replicas) for p, replicas in enumerate(move.target)})
         topics = sorted({c.resource for c in changes})
         rate = str(self.options.throttle_bytes_per_s)
         # Throttle only the moving topics' replication, at a cluster-wide rate, while replicas copy.
-        self._broker_throttle(rate)
+        self._broker_throttle(brokers, rate)
         self._alter_configs(ResourceType.TOPIC, {t: [
             ConfigEntry(k, "*", incremental_operation=AlterConfigOpType.SET) for k in THROTTLED_REPLICAS]
             for t in topics}, "throttle topics")
@@ -243,7 +268,7 @@ class Applier:
             self.admin.requests["AlterPartitionReassignments"] += 1
             errors = {tp: e for tp, e in client.alter_partition_reassignments(targets).items() if e is not None}
             if errors:
-                raise KraftformError("reassignment refused: " + "; ".join(
+                raise KafkaRequestFailed("reassignment refused: " + "; ".join(
                     f"{tp.topic}-{tp.partition}: {e.__name__}" for tp, e in sorted(errors.items())[:10]))
             deadline = time.monotonic() + self.options.reassignment_timeout_s
             while True:
@@ -252,7 +277,7 @@ class Applier:
                 if not moving:
                     break
                 if time.monotonic() > deadline:
-                    raise KraftformError(f"{len(moving)} partition(s) still moving after "
+                    raise ClusterUnhealthy(f"{len(moving)} partition(s) still moving after "
                                          f"{self.options.reassignment_timeout_s:.0f} s; they keep moving in "
                                          f"the background: run apply again later")
                 self.progress(f"    {len(moving)} partition(s) still moving ...")
@@ -260,41 +285,32 @@ class Applier:
         self._alter_configs(ResourceType.TOPIC, {t: [
             ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in THROTTLED_REPLICAS]
             for t in topics}, "remove topic throttles")
-        self._broker_throttle(None)
+        self._broker_throttle(brokers, None)
 
-    def _broker_throttle(self, rate: str | None) -> None:
+    def _broker_throttle(self, brokers: set[int], rate: str | None) -> None:
         """Set (or with None remove) the replication throttle rate on every broker: broker configs go to
         their own broker, one request each."""
         op = AlterConfigOpType.SET if rate is not None else AlterConfigOpType.DELETE
-        for broker in sorted(self.observed.brokers):
+        for broker in sorted(brokers):
             self._alter_configs(ResourceType.BROKER, {str(broker): [
                 ConfigEntry(k, rate, incremental_operation=op) for k in THROTTLE_RATES]}, "replication throttle")
 
     # --- access --------------------------------------------------------------------------------------
     def acls(self, changes: list[Change]) -> None:
-        bindings = {c: _binding_of(c, self.specs) if c.action is Action.CREATE else self._observed_binding(c)
-                    for c in changes}
-        create = [_confluent_binding(b) for c, b in bindings.items() if c.action is Action.CREATE]
+        create = [_confluent_binding(_payload(c, model.AclBinding)) for c in changes if c.action is Action.CREATE]
         self._send("CreateAcls", create,
                    lambda batch: self.admin.client.create_acls(batch, request_timeout=WRITE_TIMEOUT), "create ACLs")
-        delete = [_confluent_binding(b, AclBindingFilter) for c, b in bindings.items() if c.action is Action.DELETE]
+        delete = [_confluent_binding(_payload(c, model.AclBinding), AclBindingFilter) for c in changes
+                  if c.action is Action.DELETE]
         self._send("DeleteAcls", delete,
                    lambda batch: self.admin.client.delete_acls(batch, request_timeout=WRITE_TIMEOUT), "delete ACLs")
 
-    def _observed_binding(self, change: Change) -> model.AclBinding:
-        for binding in self.observed.acls:
-            if binding.principal == change.resource and binding.grant() == change.key:
-                return binding
-        raise KraftformError(f"internal: no observed binding for {change.resource} {change.key}")
-
     def quotas(self, changes: list[Change]) -> None:
-        entities = {e.describe(): e for e in (*self.observed.quotas, *(q.entity for q in self.specs.quotas))}
-        desired = {q.entity: q.values for q in self.specs.quotas}
         alterations: dict[model.QuotaEntity, dict[str, float | None]] = defaultdict(dict)
         for c in changes:
             assert c.key is not None
-            entity = entities[c.resource]
-            alterations[entity][c.key] = None if c.action is Action.DELETE else desired[entity][c.key]
+            quota = _payload(c, QuotaValue)
+            alterations[quota.entity][c.key] = quota.value
         with kafka_python_admin(self.connection, self.admin.requests) as client:
             self.admin.requests["AlterClientQuotas"] += 1
             alter_quotas(client, alterations)
@@ -302,6 +318,10 @@ class Applier:
     STEPS: Mapping[Kind, Callable[[Applier, list[Change]], None]] = {
         Kind.USER: users, Kind.TOPIC: topics, Kind.TOPIC_CONFIG: topic_configs, Kind.PARTITIONS: partitions,
         Kind.REPLICATION: replication, Kind.ACL: acls, Kind.QUOTA: quotas}
+
+
+def _mechanism(name: str) -> ScramMechanism:
+    return ScramMechanism[name.replace("-", "_")]
 
 
 def _confluent_binding(b: model.AclBinding, cls: type = AclBinding) -> Any:

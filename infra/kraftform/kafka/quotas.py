@@ -10,7 +10,7 @@ from typing import Any
 from kafka.errors import for_code
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
-from kraftform.errors import KraftformError
+from kraftform.errors import KafkaRequestFailed
 from kraftform.spec.model import DEFAULT_ENTITY, QuotaEntity
 
 #: kraftform's entity fields <-> Kafka's entity types.
@@ -33,7 +33,7 @@ def describe_quotas(client: Any) -> dict[QuotaEntity, dict[str, float]]:
     """Every quota entity on the cluster with its values, from one request."""
     response = _send(client, DescribeClientQuotasRequest(components=[], strict=False))
     if response.error_code:
-        raise KraftformError(f"DescribeClientQuotas failed: {for_code(response.error_code).__name__}: "
+        raise KafkaRequestFailed(f"DescribeClientQuotas failed: {for_code(response.error_code).__name__}: "
                              f"{response.error_message}")
     return {_entity(e.entity): {v.key: float(v.value) for v in e.values} for e in response.entries or ()}
 
@@ -52,4 +52,4 @@ def alter_quotas(client: Any, changes: Mapping[QuotaEntity, Mapping[str, float |
     failed = [f"{_entity(e.entity).describe()}: {for_code(e.error_code).__name__} {e.error_message or ''}".strip()
               for e in response.entries if e.error_code]
     if failed:
-        raise KraftformError("AlterClientQuotas failed for " + "; ".join(failed))
+        raise KafkaRequestFailed("AlterClientQuotas failed for " + "; ".join(failed))

@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kraftform.errors import KraftformError
+from kraftform.errors import ClusterUnhealthy
 from kraftform.kafka.apply import Applier, ApplyOptions, Progress, check_applicable
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import check_passwords, missing_password, passwords
@@ -17,9 +17,13 @@ from kraftform.plan.live import live_plan
 from kraftform.plan.render import render_text
 from kraftform.spec.model import SpecSet
 
-#: How long an applied change may take to show in what brokers report (metadata reaches every broker a
-#: moment after the controller commits it).
+#: How long an applied change may take to show in what brokers report: metadata reaches every broker a
+#: moment after the controller commits it, but a broker creating thousands of replicas applies the
+#: metadata log behind them (1,000 new topics kept 1,000 ACLs out of DescribeAcls for over 10 s), so the
+#: wait grows with the plan. It ends as soon as the cluster matches.
 SETTLE_S = 10.0
+SETTLE_PER_CHANGE_S = 0.05
+SETTLE_MAX_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -52,18 +56,27 @@ def plan_cluster(connection: Connection, specs: SpecSet, found: Mapping[str, str
 
 
 def apply_cluster(connection: Connection, specs: SpecSet, live: LivePlan, options: ApplyOptions,
-                  progress: Progress, settle_s: float = SETTLE_S) -> LivePlan:
+                  progress: Progress, settle_s: float | None = None) -> LivePlan:
     """Apply `live.plan` and observe again until the plan is empty; returns the final (empty) plan."""
     check_applicable(live.plan, specs, live.passwords, options)
-    applier = Applier(connection, specs, live.observation.state, live.passwords, options, progress)
+    applier = Applier(connection, live.passwords, options, progress)
     applier.run(live.plan)
-    deadline = time.monotonic() + settle_s
+    if settle_s is None:
+        settle_s = min(SETTLE_MAX_S, SETTLE_S + SETTLE_PER_CHANGE_S * len(live.plan.changes))
+    started = time.monotonic()
+    waited = False
     while True:
         after = plan_cluster(connection, specs, live.passwords)
-        if after.plan.empty or time.monotonic() > deadline:
+        if after.plan.empty or time.monotonic() > started + settle_s:
             break
+        if not waited:  # say once what the wait is for
+            progress(f"waiting up to {settle_s:.0f} s for the brokers to report {len(after.plan.changes)} "
+                     f"applied change(s) ...")
+            waited = True
         time.sleep(0.5)
+    if waited:
+        progress(f"waited {time.monotonic() - started:.1f} s for the brokers to report the applied changes")
     if not after.plan.empty:
-        raise KraftformError("the cluster does not match the specs after apply; remaining changes:\n"
+        raise ClusterUnhealthy("the cluster does not match the specs after apply; remaining changes:\n"
                              + render_text(after.plan))
     return after

@@ -7,9 +7,12 @@ the same `Plan`; text, markdown and JSON are renderings of it, and `apply` accep
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
+
+from kraftform.spec.model import AclBinding, QuotaEntity
 
 
 class Safety(StrEnum):
@@ -50,11 +53,60 @@ class Kind(StrEnum):
 KIND_ORDER = {kind: index for index, kind in enumerate(Kind)}
 
 
+# --- What an apply sends, typed: the renderers format the display strings, apply reads only these. ---
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    partitions: int
+    replication_factor: int
+    config: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    """A topic config override to set; None deletes the override (the topic reverts to the default)."""
+
+    value: str | None
+
+
+@dataclass(frozen=True)
+class PartitionCount:
+    count: int
+
+
+@dataclass(frozen=True)
+class Reassignment:
+    """Every partition's target replicas (leader first), and the brokers the replication throttle goes on."""
+
+    target: tuple[tuple[int, ...], ...]
+    brokers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class QuotaValue:
+    entity: QuotaEntity
+    value: float | None  # None: the limit is removed
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A SCRAM credential operation: set (mechanism, iterations) with the user's password, and/or delete the
+    credential of a mechanism (a user removed, or switching mechanism). The password is never in a plan."""
+
+    upsert: tuple[str, int] | None
+    delete: str | None = None
+
+
+Payload = NewTopic | ConfigValue | PartitionCount | Reassignment | AclBinding | QuotaValue | Credential | None
+
+
 @dataclass(frozen=True)
 class Change:
     """One difference between what is and what the specs want.
 
-    `current` and `desired` are display strings (never secrets); None means absent.
+    `current` and `desired` are display strings (never secrets); None means absent. `payload` is what apply
+    sends (None for changes that are only reviewed, or refused); it is not part of a rendering.
     """
 
     action: Action
@@ -65,12 +117,14 @@ class Change:
     key: str | None = None
     current: str | None = None
     desired: str | None = None
+    payload: Payload = field(default=None, compare=False, repr=False)
 
     def sort_key(self) -> tuple[int, str, str]:
         return KIND_ORDER[self.kind], self.resource, self.key or ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (str(v) if isinstance(v, StrEnum) else v) for k, v in asdict(self).items()}
+        return {f.name: (str(v) if isinstance(v, StrEnum) else v)
+                for f in fields(self) if f.name != "payload" for v in [getattr(self, f.name)]}
 
 
 @dataclass(frozen=True)

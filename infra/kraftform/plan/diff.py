@@ -10,7 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
+from kraftform.plan.changes import (
+    Action,
+    Change,
+    ConfigValue,
+    Credential,
+    Kind,
+    NewTopic,
+    PartitionCount,
+    Plan,
+    QuotaValue,
+    Reassignment,
+    Safety,
+)
 from kraftform.plan.placement import describe, reassign
 from kraftform.plan.render import listed
 from kraftform.plan.state import ClusterState, TopicState
@@ -69,9 +81,12 @@ def _replication_change(name: str, cur: TopicState, want: TopicState, current: C
             return Change(Action.REFUSE, Kind.REPLICATION, name, Safety.DISRUPTIVE,
                           f"{exc}: add brokers or lower the replication factor", "replication_factor", now, then)
         then += f" (replicas {describe(target)})"
+        payload: Reassignment | None = Reassignment(target, tuple(sorted(current.brokers)))
+    else:
+        payload = None  # an offline diff: reviewed, never applied
     return Change(Action.UPDATE, Kind.REPLICATION, name, Safety.DISRUPTIVE,
                   "replica reassignment: replicas move between brokers (rack-aware, throttled)",
-                  "replication_factor", now, then)
+                  "replication_factor", now, then, payload)
 
 
 def _topic_changes(name: str, cur: TopicState, want: TopicState, current: ClusterState,
@@ -81,7 +96,7 @@ def _topic_changes(name: str, cur: TopicState, want: TopicState, current: Cluste
         changes.append(Change(Action.UPDATE, Kind.PARTITIONS, name, Safety.DISRUPTIVE,
                               "more partitions: keys map to different partitions from now on, so per-key "
                               "ordering across the change is lost", "partitions",
-                              str(cur.partitions), str(want.partitions)))
+                              str(cur.partitions), str(want.partitions), PartitionCount(want.partitions)))
     elif want.partitions < cur.partitions:
         changes.append(Change(Action.REFUSE, Kind.PARTITIONS, name, Safety.DESTRUCTIVE,
                               "Kafka cannot decrease partitions; kraftform refuses rather than delete and "
@@ -100,7 +115,7 @@ def _topic_changes(name: str, cur: TopicState, want: TopicState, current: Cluste
         action = Action.DELETE if key not in want.config else (
             Action.CREATE if key not in cur.config else Action.UPDATE)
         changes.append(Change(action, Kind.TOPIC_CONFIG, name, safety, reason, key,
-                              _display(key, now), _display(key, then)))
+                              _display(key, now), _display(key, then), ConfigValue(want.config.get(key))))
     return changes
 
 
@@ -112,7 +127,8 @@ def _topics(current: ClusterState, desired: ClusterState, owns: Ownership) -> li
             overrides = ", ".join(f"{k}={v}" for k, v in sorted(want.config.items())) or "no overrides"
             changes.append(Change(Action.CREATE, Kind.TOPIC, name, Safety.SAFE,
                                   f"new topic ({overrides})", None, None,
-                                  f"{want.partitions} partitions, RF {want.replication_factor}"))
+                                  f"{want.partitions} partitions, RF {want.replication_factor}",
+                                  NewTopic(want.partitions, want.replication_factor, want.config)))
         else:
             changes.extend(_topic_changes(name, cur, want, current, desired))
     for name, cur in current.topics.items():
@@ -133,14 +149,15 @@ def _may_have_clients(user: str, current: ClusterState) -> bool:
 
 def _new_acl(b: AclBinding, current: ClusterState) -> Change:
     if b.permission != "deny":
-        return Change(Action.CREATE, Kind.ACL, b.principal, Safety.SAFE, "new grant", b.grant())
+        return Change(Action.CREATE, Kind.ACL, b.principal, Safety.SAFE, "new grant", b.grant(), payload=b)
     user = b.principal.partition(":")[2]
     if _may_have_clients(user, current):
         return Change(Action.CREATE, Kind.ACL, b.principal, Safety.DISRUPTIVE,
                       "new deny rule on a principal that may have running clients: their matching requests "
-                      "start failing", b.grant())
+                      "start failing", b.grant(), payload=b)
     return Change(Action.CREATE, Kind.ACL, b.principal, Safety.SAFE,
-                  f"new deny rule; user {user!r} does not exist yet, so no running client is refused", b.grant())
+                  f"new deny rule; user {user!r} does not exist yet, so no running client is refused", b.grant(),
+                  payload=b)
 
 
 def _acls(current: ClusterState, desired: ClusterState, owns: Ownership) -> list[Change]:
@@ -148,7 +165,7 @@ def _acls(current: ClusterState, desired: ClusterState, owns: Ownership) -> list
     changes += [Change(Action.DELETE, Kind.ACL, b.principal,
                        Safety.DISRUPTIVE if b.permission == "deny" else Safety.DESTRUCTIVE,
                        "deny rule lifted" if b.permission == "deny"
-                       else "grant removed: the principal loses this access", b.grant())
+                       else "grant removed: the principal loses this access", b.grant(), payload=b)
                 for b in sorted(current.acls - desired.acls) if owns.acl(b)]
     return changes
 
@@ -200,7 +217,7 @@ def _quotas(current: ClusterState, desired: ClusterState, owns: Ownership) -> li
             else:
                 action, safety, reason = Action.UPDATE, Safety.SAFE, "looser limit"
             changes.append(Change(action, Kind.QUOTA, entity.describe(), safety, reason, key,
-                                  _fmt_quota(key, a), _fmt_quota(key, b)))
+                                  _fmt_quota(key, a), _fmt_quota(key, b), QuotaValue(entity, b)))
     return changes
 
 
@@ -208,32 +225,34 @@ def _users(current: ClusterState, desired: ClusterState, owns: Ownership) -> lis
     changes: list[Change] = []
     for name, want in sorted(desired.users.items()):
         cur = current.users.get(name)
+        setting = Credential((want.mechanism, want.iterations))
         if cur is None:
             changes.append(Change(Action.CREATE, Kind.USER, name, Safety.SAFE, "new SCRAM user",
-                                  "mechanism", None, want.mechanism))
+                                  "mechanism", None, want.mechanism, setting))
             continue
         if cur.mechanism != want.mechanism:
             changes.append(Change(Action.UPDATE, Kind.USER, name, Safety.DISRUPTIVE,
                                   "clients must switch SASL mechanism", "mechanism", cur.mechanism,
-                                  want.mechanism))
+                                  want.mechanism, Credential((want.mechanism, want.iterations), cur.mechanism)))
         if cur.iterations != want.iterations:
             changes.append(Change(Action.UPDATE, Kind.USER, name, Safety.SAFE,
                                   "credential re-salted with the same password", "iterations",
-                                  str(cur.iterations), str(want.iterations)))
+                                  str(cur.iterations), str(want.iterations), setting))
         if cur.password_ok is False:
             changes.append(Change(Action.UPDATE, Kind.USER, name, Safety.DISRUPTIVE,
                                   "the password in the secret store does not log in: it is set (a rotation; "
-                                  "the value is never shown)", "password"))
+                                  "the value is never shown)", "password", payload=setting))
         if None not in (cur.password_version, want.password_version) and \
                 cur.password_version != want.password_version:
             changes.append(Change(Action.UPDATE, Kind.USER, name, Safety.DISRUPTIVE,
                                   "password rotated: clients need the new password (the value is never shown)",
-                                  "password_version", str(cur.password_version), str(want.password_version)))
+                                  "password_version", str(cur.password_version), str(want.password_version),
+                                  setting))
     for name in sorted(set(current.users) - set(desired.users)):
         if owns.user(name):
             changes.append(Change(Action.DELETE, Kind.USER, name, Safety.DESTRUCTIVE,
                                   "user removed: its clients can no longer authenticate", "mechanism",
-                                  current.users[name].mechanism, None))
+                                  current.users[name].mechanism, None, Credential(None, current.users[name].mechanism)))
     return changes
 
 

@@ -164,8 +164,7 @@ class TopicProvider(ResourceProvider):
             if id_ not in state.topics:
                 return
             plan = Plan.of([Change(Action.DELETE, Kind.TOPIC, id_, Safety.DESTRUCTIVE, "removed from the stack")])
-            specs = dataclasses.replace(_scoped(_topic(props), state), topics=())
-            Applier(connection, specs, state, {}, ApplyOptions(allow_destructive=True), lambda _m: None).run(plan)
+            Applier(connection, {}, ApplyOptions(allow_destructive=True), lambda _m: None).run(plan)
             # Brokers learn of the deletion a moment after the controller commits it.
             deadline = time.monotonic() + SETTLE_S
             while id_ in observed(connection, fresh=True).topics and time.monotonic() < deadline:

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from kraftform.cluster.config import LOG4J2_CONFIG, LOG4J2_FILE
-from kraftform.errors import KraftformError
+from kraftform.errors import EnvironmentMissing
 from kraftform.versions import KAFKA_VERSION, LOG4J_VERSION, SCALA_BINARY, SPARK_VERSION
 
 
@@ -67,7 +67,7 @@ def _resolve(home: Path, artifacts: tuple[tuple[str, str, str], ...], what: str,
     if marker.is_file():
         return home
     if shutil.which("mvn") is None:
-        raise KraftformError(f"Maven (`mvn`) is needed to fetch {what} from Maven Central; install it "
+        raise EnvironmentMissing(f"Maven (`mvn`) is needed to fetch {what} from Maven Central; install it "
                              "(apt-get install maven)")
     staging = home.with_name(home.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
@@ -82,9 +82,9 @@ def _resolve(home: Path, artifacts: tuple[tuple[str, str, str], ...], what: str,
         capture_output=True, text=True, check=False)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
-        raise KraftformError(f"fetching {what} from Maven Central failed:\n{tail}")
+        raise EnvironmentMissing(f"fetching {what} from Maven Central failed:\n{tail}")
     if not (staging / "libs" / expected_jar).is_file():
-        raise KraftformError(f"Maven finished but {expected_jar} is missing from {staging / 'libs'}")
+        raise EnvironmentMissing(f"Maven finished but {expected_jar} is missing from {staging / 'libs'}")
     (staging / ".complete").write_text(what)
     shutil.rmtree(home, ignore_errors=True)
     staging.rename(home)

@@ -32,7 +32,7 @@ from kraftform.cluster.containers import (
 )
 from kraftform.cluster.render import make_secrets
 from kraftform.cluster.topology import topology
-from kraftform.errors import KraftformError
+from kraftform.errors import EnvironmentMissing, UsageError
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.health import ClusterHealth, wait_healthy
 from kraftform.runtime.images import docker_client
@@ -130,7 +130,7 @@ class DockerRuntime:
             leftovers = [s.volume for s in specs if client.volumes.list(filters={"name": f"^{s.volume}$"})]
             if leftovers:
                 # Their data belongs to another cluster id; never reuse or delete it silently.
-                raise KraftformError(
+                raise UsageError(
                     f"data volumes from an earlier cluster exist ({', '.join(leftovers)}) but {self.state_dir} "
                     f"holds no cluster: use that cluster's --state-dir, or remove them with "
                     f"`docker volume rm {' '.join(leftovers)}`")
@@ -197,7 +197,7 @@ def _remove_if_present(client: docker.DockerClient, name: str) -> None:
     except NotFound:
         pass
     except APIError as exc:
-        raise KraftformError(f"cannot remove old container {name}: {exc}") from None
+        raise EnvironmentMissing(f"cannot remove old container {name}: {exc}") from None
     for _ in range(50):
         try:
             client.containers.get(name)

@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from kraftform.errors import KraftformError
+from kraftform.errors import ClusterUnhealthy, ConnectionFailed, KraftformError
 
 HEALTH_TOPIC = "kraftform.health"
 
@@ -68,7 +68,7 @@ def round_trip(conf: Mapping[str, str], replication: int, timeout: float = 30.0)
     producer.produce(HEALTH_TOPIC, value=marker, on_delivery=lambda err, msg: delivered.append(err or msg))
     producer.flush(timeout)
     if not delivered or isinstance(delivered[0], Exception) or not hasattr(delivered[0], "offset"):
-        raise KraftformError(f"health check: produce to {HEALTH_TOPIC} failed: {delivered[:1]}")
+        raise ClusterUnhealthy(f"health check: produce to {HEALTH_TOPIC} failed: {delivered[:1]}")
     offset = delivered[0].offset()
     consumer = Consumer({**conf, "group.id": f"kraftform-health-{uuid.uuid4().hex[:8]}",
                          "enable.auto.commit": "false"})
@@ -83,7 +83,7 @@ def round_trip(conf: Mapping[str, str], replication: int, timeout: float = 30.0)
                 return time.monotonic() - started
     finally:
         consumer.close()
-    raise KraftformError(f"health check: the record produced to {HEALTH_TOPIC} was not read back")
+    raise ClusterUnhealthy(f"health check: the record produced to {HEALTH_TOPIC} was not read back")
 
 
 def poll_health(conf: Mapping[str, str], until: Callable[[ClusterHealth], bool],
@@ -101,7 +101,7 @@ def poll_health(conf: Mapping[str, str], until: Callable[[ClusterHealth], bool],
             pass
         if time.monotonic() >= deadline:
             if last is None:
-                raise KraftformError(f"the cluster did not answer for {timeout:.0f}s")
+                raise ConnectionFailed(f"the cluster did not answer for {timeout:.0f}s")
             return last
         time.sleep(1.0)
 
@@ -121,4 +121,4 @@ def wait_healthy(conf: Mapping[str, str], expected_brokers: int, timeout: float 
         except (KafkaException, KraftformError, TimeoutError) as exc:
             last = exc or "timed out"
         time.sleep(1.0)
-    raise KraftformError(f"cluster not healthy after {timeout:.0f}s: {last}")
+    raise ClusterUnhealthy(f"cluster not healthy after {timeout:.0f}s: {last}")

@@ -18,7 +18,7 @@ import docker
 from docker.errors import BuildError, ImageNotFound
 
 from kraftform.cluster.containers import CONTAINER_UID, KAFKA_LIBS, LOCAL_IMAGE
-from kraftform.errors import KraftformError
+from kraftform.errors import EnvironmentMissing
 from kraftform.runtime.artifacts import ensure_kafka
 from kraftform.versions import DEBIAN_SUITE, JRE_PACKAGE, KAFKA_VERSION, KCAT_SUITE
 
@@ -65,19 +65,19 @@ def build_base(client: docker.DockerClient, log: list[str], suite: str = DEBIAN_
         log.append(f"{tag}: present")
         return tag
     if shutil.which("debootstrap") is None:
-        raise KraftformError("debootstrap is needed to build the base image (apt-get install debootstrap)")
+        raise EnvironmentMissing("debootstrap is needed to build the base image (apt-get install debootstrap)")
     with tempfile.TemporaryDirectory(prefix="kraftform-rootfs-") as tmp:
         rootfs = Path(tmp) / "rootfs"
         done = subprocess.run(["debootstrap", "--variant=minbase", suite, str(rootfs), DEBIAN_MIRROR],
                               capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            raise KraftformError(f"debootstrap failed:\n{done.stderr[-2000:] or done.stdout[-2000:]}")
+            raise EnvironmentMissing(f"debootstrap failed:\n{done.stderr[-2000:] or done.stdout[-2000:]}")
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
         assert tar.stdout is not None
         client.api.import_image_from_stream(tar.stdout, repository="kraftform/debian", tag=suite)
         tar.wait()
     if not _exists(client, tag):
-        raise KraftformError(f"docker import did not produce {tag}")
+        raise EnvironmentMissing(f"docker import did not produce {tag}")
     log.append(f"{tag}: built with debootstrap {suite} (minbase)")
     return tag
 
@@ -92,7 +92,7 @@ def _build(client: docker.DockerClient, tag: str, dockerfile: str, libs: Path | 
             client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, pull=False)
         except BuildError as exc:
             tail = "\n".join(str(line.get("stream", line.get("error", ""))).rstrip() for line in exc.build_log)
-            raise KraftformError(f"building {tag} failed:\n{tail[-3000:]}") from None
+            raise EnvironmentMissing(f"building {tag} failed:\n{tail[-3000:]}") from None
 
 
 def build_kcat(client: docker.DockerClient, log: list[str]) -> str:
@@ -124,4 +124,4 @@ def docker_client() -> docker.DockerClient:
         client.ping()
         return client
     except docker.errors.DockerException as exc:
-        raise KraftformError(f"no Docker engine answers ({exc}); start dockerd") from None
+        raise EnvironmentMissing(f"no Docker engine answers ({exc}); start dockerd") from None

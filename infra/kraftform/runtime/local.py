@@ -20,7 +20,7 @@ from typing import cast
 from kraftform.cluster.config import Addressing, NodePaths
 from kraftform.cluster.render import TOOL_JAVA_OPTIONS, RenderedNode, java_options, make_secrets, render_cluster
 from kraftform.cluster.topology import CLIENT_PORT, Node, Role, Topology, topology
-from kraftform.errors import KraftformError
+from kraftform.errors import EnvironmentMissing
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.artifacts import ensure_kafka
 from kraftform.runtime.health import ClusterHealth, wait_healthy
@@ -44,7 +44,7 @@ def java_binary() -> str:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     if not java or not Path(java).exists():
-        raise KraftformError("Java 17+ is needed for the local runtime (apt-get install openjdk-17-jre-headless)")
+        raise EnvironmentMissing("Java 17+ is needed for the local runtime (apt-get install openjdk-17-jre-headless)")
     return java
 
 
@@ -90,7 +90,7 @@ class LocalRuntime:
             out, _ = proc.communicate(timeout=FORMAT_TIMEOUT)
             if proc.returncode != 0:
                 # The command line holds SCRAM passwords; report only the tool's output.
-                raise KraftformError(f"formatting {r.node.name} failed:\n{out[-2000:]}")
+                raise EnvironmentMissing(f"formatting {r.node.name} failed:\n{out[-2000:]}")
 
     def _start(self, home: Path, node: Node) -> int:
         """Launch one node from the files already in its directory; returns its pid."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from confluent_kafka import KafkaException
 
-from kraftform.errors import KraftformError
+from kraftform.errors import ConnectionFailed, EnvironmentMissing
 from kraftform.runtime.deployment import Deployment, admin_config
 from kraftform.runtime.health import ClusterHealth, describe_health
 from kraftform.runtime.tools import METADATA_QUORUM, run_kafka_tool
@@ -36,7 +36,7 @@ def parse_quorum(text: str) -> QuorumStatus:
         return QuorumStatus(int(fields["LeaderId"].strip()), _ids(fields["CurrentVoters"]),
                             _ids(fields.get("CurrentObservers", "")), int(fields["MaxFollowerLag"].strip()))
     except (KeyError, ValueError) as exc:
-        raise KraftformError(f"unexpected MetadataQuorumCommand output ({exc}):\n{text[-1000:]}") from None
+        raise EnvironmentMissing(f"unexpected MetadataQuorumCommand output ({exc}):\n{text[-1000:]}") from None
 
 
 def quorum_status(deployment: Deployment, state_dir: Path) -> QuorumStatus:
@@ -66,5 +66,5 @@ def cluster_status(deployment: Deployment, state_dir: Path) -> ClusterStatus:
     try:
         health = describe_health({**admin_config(state_dir), "log_level": "0"})
     except (KafkaException, TimeoutError) as exc:
-        raise KraftformError(f"cannot read the health of the cluster at {deployment.bootstrap}: {exc}") from None
+        raise ConnectionFailed(f"cannot read the health of the cluster at {deployment.bootstrap}: {exc}") from None
     return ClusterStatus(health, quorum_status(deployment, state_dir), deployment.brokers)

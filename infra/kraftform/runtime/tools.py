@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Sequence
 
 from kraftform.cluster.render import TOOL_JAVA_OPTIONS
-from kraftform.errors import KraftformError
+from kraftform.errors import KafkaRequestFailed
 from kraftform.runtime.artifacts import ensure_kafka
 from kraftform.runtime.local import java_binary
 from kraftform.versions import KAFKA_VERSION
@@ -26,5 +26,6 @@ def run_kafka_tool(main_class: str, args: Sequence[str], kafka_version: str = KA
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     if done.returncode != 0:
         tool = main_class.rsplit(".", 1)[-1]
-        raise KraftformError(f"{tool} failed (exit {done.returncode}):\n{done.stderr[-1500:] or done.stdout[-1500:]}")
+        output = done.stderr[-1500:] or done.stdout[-1500:]
+        raise KafkaRequestFailed(f"{tool} failed (exit {done.returncode}):\n{output}")
     return done.stdout

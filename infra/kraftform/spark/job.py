@@ -18,7 +18,7 @@ from typing import Any
 
 from kraftform.cluster.clientconfig import jaas_quote
 from kraftform.cluster.config import SCRAM_LOGIN
-from kraftform.errors import KraftformError, UsageError
+from kraftform.errors import ClusterUnhealthy, KraftformError, UsageError
 from kraftform.kafka.connect import Connection
 from kraftform.spark.checkpoint import CheckpointMeta
 from kraftform.spark.query import INPUT_VIEW, METADATA_COLUMNS
@@ -246,5 +246,5 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str, poll_s: f
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise KraftformError(f"timed out after {timeout:.0f} s waiting for {what}")
+            raise ClusterUnhealthy(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(poll_s)

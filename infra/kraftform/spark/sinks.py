@@ -25,7 +25,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from kraftform.errors import KraftformError
+from kraftform.errors import AuthorizationDenied, KafkaRequestFailed
 from kraftform.kafka.connect import Connection
 
 #: Producer settings of a profile that librdkafka understands as the Java client does.
@@ -71,7 +71,7 @@ class TransactionalKafkaSink:
             finally:
                 consumer.close()
         except KafkaException as exc:
-            raise KraftformError(f"the exactly-once Kafka sink cannot start as {self.connection.username!r} "
+            raise AuthorizationDenied(f"the exactly-once Kafka sink cannot start as {self.connection.username!r} "
                                  f"(transactional id {self.transactional_id!r}, group {self.marker_group!r}): "
                                  f"{exc.args[0].str()}") from None
         mine = committed.offset >= 0 and committed.metadata == self.run_id
@@ -111,7 +111,7 @@ class TransactionalKafkaSink:
             error = exc.args[0]
             if error.txn_requires_abort():
                 producer.abort_transaction(TXN_TIMEOUT_S)
-            raise KraftformError(f"batch {batch_id} not written to {self.topic}: {error.str()}") from None
+            raise KafkaRequestFailed(f"batch {batch_id} not written to {self.topic}: {error.str()}") from None
         self._next_batch = batch_id + 1
 
     def close(self) -> None:

@@ -13,14 +13,18 @@ import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka.cimpl import NewTopic
 
 from kraftform.cluster.clientconfig import read_client_config
 from kraftform.cluster.config import properties_text
+from kraftform.errors import AuthenticationFailed, AuthorizationDenied, ConnectionFailed, KraftformError
+from kraftform.kafka.admin import Admin
+from kraftform.kafka.connect import read_connection
 from kraftform.spec.export import password_env
 from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS
-from ..conftest import LiveCluster
+from ..conftest import LiveCluster, unique
 from .conftest import Workspace
 
 pytestmark = pytest.mark.integration
@@ -116,3 +120,39 @@ def test_every_missing_password_is_named_by_plan_and_by_apply_at_once(workspace:
     assert "3 passwords are not set; nothing was applied" in applied.stderr
     assert all(v in applied.stderr for v in variables) and "Traceback" not in applied.stderr
     assert workspace.name("t") not in workspace.observe().topics
+
+
+@pytest.mark.parametrize(("case", "kind"), [("closed-port", ConnectionFailed),
+                                            ("wrong-password", AuthenticationFailed),
+                                            ("plaintext", ConnectionFailed)])
+def test_each_failure_is_raised_as_the_error_a_user_acts_on(local_cluster: LiveCluster, tmp_path: Path, case: str,
+                                                           kind: type[KraftformError]) -> None:
+    """Callers (the CLI, the Pulumi providers) tell credentials from reachability by class, not by text."""
+    state = broken_state_dir(local_cluster, tmp_path, case)
+    with pytest.raises(kind) as raised:
+        Admin(read_connection(state / "admin.properties")).metadata(timeout=10)
+    assert not isinstance(raised.value, AuthenticationFailed) or case == "wrong-password"
+    assert CAUSES[case] in str(raised.value)
+
+
+def test_an_operation_no_acl_allows_is_an_authorization_error(local_cluster: LiveCluster) -> None:
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    admin = Admin(read_connection(local_cluster.state_dir / "admin.properties"))
+    user = unique("noacl").replace(".", "-")
+    upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"pw-x")
+    for future in admin.client.alter_user_scram_credentials([upsert]).values():
+        admin.wait(future, "create a user")
+    connection = read_connection(local_cluster.state_dir / "admin.properties").as_user(user, "pw-x", "SCRAM-SHA-512")
+    deadline = time.monotonic() + 60  # the credential reaches every broker within moments
+    while True:
+        try:
+            as_user = Admin(connection)
+            as_user.metadata(timeout=10)
+            break
+        except AuthenticationFailed:
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+    topic = unique("noacl")
+    with pytest.raises(AuthorizationDenied, match=r"AUTHORIZATION_FAILED|[Aa]uthoriz"):
+        as_user.wait(as_user.client.create_topics([NewTopic(topic, 1, 1)])[topic], "create a topic")

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from kraftform.cluster.clientconfig import ClientAuth, java_properties
 from kraftform.errors import UsageError
 from kraftform.kafka.connect import parse_connection, read_connection
 
@@ -63,3 +67,31 @@ def test_bad_settings_name_the_file_and_the_key(settings: dict[str, str], messag
 def test_missing_file_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no such command config file"):
         read_connection(tmp_path / "nope.properties")
+
+
+def test_kafkas_documented_multi_line_jaas_form_is_read(tmp_path: Path) -> None:
+    """The form Kafka's security documentation shows: a continued line, `:` separators, spaces."""
+    ca = write(tmp_path / "ca.pem", "x")
+    props = write(tmp_path / "client.properties", f"""bootstrap.servers: b1:9092
+security.protocol = SASL_SSL
+sasl.mechanism=SCRAM-SHA-256
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\
+    username="alice" \\
+    password="alice-secret";
+ssl.truststore.type=PEM
+ssl.truststore.location={ca}
+""")
+    conn = read_connection(props)
+    assert (conn.bootstrap, conn.username, conn.password, conn.mechanism) == (
+        "b1:9092", "alice", "alice-secret", "SCRAM-SHA-256")
+
+
+@settings(max_examples=200, deadline=None)
+@given(password=st.text(min_size=1, max_size=40).filter(lambda p: "\x00" not in p))
+def test_any_password_survives_the_client_files_kraftform_writes(password: str) -> None:
+    """Written as Java properties (JAAS quoted, Properties-escaped) and read back, byte for byte."""
+    auth = ClientAuth("h:9092", "admin", password, "SCRAM-SHA-512", __file__)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "admin.properties"
+        path.write_text(java_properties(auth), encoding="utf-8")
+        assert read_connection(path).password == password

@@ -165,3 +165,39 @@ def test_acl_resources_managed_leaves_a_declared_principals_grants_on_other_reso
     assert {c.key for c in plan.changes} == {inside.grant(), extra_on_named.grant()}
     [note] = [n for n in plan.notes if "outside the managed scope" in n]
     assert note.startswith("4 ACL bindings of declared principals")
+
+
+def test_every_change_a_live_plan_applies_carries_what_apply_sends(specs: SpecSet) -> None:
+    from kraftform.plan.changes import (
+        ConfigValue,
+        Credential,
+        NewTopic,
+        PartitionCount,
+        QuotaValue,
+        Reassignment,
+    )
+
+    payload_of = {Kind.USER: Credential, Kind.TOPIC: NewTopic, Kind.TOPIC_CONFIG: ConfigValue,
+                  Kind.PARTITIONS: PartitionCount, Kind.REPLICATION: Reassignment, Kind.ACL: AclBinding,
+                  Kind.QUOTA: QuotaValue}
+    fresh = live_plan(specs, ClusterState(brokers=BROKERS))
+    observed = applied(specs)
+    grown = dataclasses.replace(specs, topics=tuple(
+        dataclasses.replace(t, partitions=t.partitions + 1, replication_factor=2, config={**t.config,
+                                                                                      "retention.ms": "3600000"})
+        for t in specs.topics))
+    drifted = live_plan(grown, dataclasses.replace(observed, acls=observed.acls | {
+        AclBinding("User:orders-service", "topic", "x", "literal", "read", "allow")}))
+    changes = [*fresh.changes, *drifted.changes]
+    assert {c.kind for c in changes} >= set(payload_of)
+    for c in changes:
+        assert isinstance(c.payload, payload_of[c.kind]), c
+    topic = next(c for c in fresh.changes if c.kind is Kind.TOPIC)
+    want = next(t for t in specs.topics if t.name == topic.resource)
+    assert topic.payload == NewTopic(want.partitions, want.replication_factor, want.config)
+    move = next(c for c in drifted.changes if c.kind is Kind.REPLICATION)
+    assert isinstance(move.payload, Reassignment) and move.payload.brokers == (1, 2, 3)
+    assert all(len(replicas) == 2 for replicas in move.payload.target)
+    stray = next(c for c in drifted.changes if c.kind is Kind.ACL)
+    assert stray.payload == AclBinding("User:orders-service", "topic", "x", "literal", "read", "allow")
+    assert "payload" not in fresh.to_dict()["changes"][0]  # renderings show what a reviewer reads, not requests

@@ -1,0 +1,66 @@
+"""Layers one way: every module imports on its own, and no module imports (even lazily) one that imports it.
+
+A cycle works only in the order Python happens to meet it (`import kraftform.profiles` once failed while
+`import kraftform` worked), so the graph is checked as written, not as one entry point loads it.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+INFRA = Path(__file__).resolve().parents[2] / "infra"
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted((INFRA / "kraftform").rglob("*.py")):
+        parts = path.relative_to(INFRA).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """kraftform modules `name` imports anywhere in its body (function-level imports included)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: up (level - 1) packages from this one
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, *filter(None, [base])])
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+        else:
+            continue
+        out |= {t for t in targets if t in modules and t != name}
+    return out
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    modules = _modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    assert graph["kraftform.cli"], "the import scan found nothing: it would pass vacuously"
+    try:
+        list(TopologicalSorter(graph).static_order())
+    except CycleError as exc:
+        raise AssertionError(f"import cycle: {' -> '.join(exc.args[1])}") from None
+
+
+def test_every_module_imports_on_its_own_in_a_fresh_interpreter() -> None:
+    names = [n for n in _modules() if n != "kraftform.__main__"]  # __main__ runs the CLI
+
+    def imported(name: str) -> tuple[str, str]:
+        done = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True,
+                              check=False, timeout=120)
+        return name, done.stderr.strip().splitlines()[-1] if done.returncode else ""
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        failures = {name: error for name, error in pool.map(imported, names) if error}
+    assert not failures, failures

@@ -46,7 +46,7 @@ class Rule:
 
 def _replication(s: SpecSet) -> Iterator[Problem]:
     for t in s.topics:
-        min_isr = int(t.config.get("min.insync.replicas", s.cluster.defaults.min_insync_replicas))
+        min_isr = s.cluster.min_insync(t)
         if t.replication_factor < 3 or min_isr < 2:
             yield Problem(t.location, f"topic {t.name!r}: replication factor {t.replication_factor} and "
                                       f"min.insync.replicas {min_isr}; production needs at least 3 and 2, so "

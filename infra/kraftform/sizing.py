@@ -71,7 +71,7 @@ def _topic(t: TopicSpec, specs: SpecSet, per_partition: int | None) -> TopicSizi
     suggested = None
     if t.expected_write_bytes_per_s is not None and per_partition:
         suggested = suggest_partitions(t.expected_write_bytes_per_s, per_partition, specs.cluster.brokers)
-    min_isr = int(t.config.get("min.insync.replicas", specs.cluster.defaults.min_insync_replicas))
+    min_isr = specs.cluster.min_insync(t)
     return TopicSizing(t.name, t.partitions, suggested, t.replication_factor, min_isr)
 
 

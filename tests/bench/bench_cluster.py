@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 
 from kraftform.cluster.render import new_cluster_id
+from kraftform.kafka.health import wait_healthy
 from kraftform.runtime import get_runtime
 from kraftform.runtime.artifacts import ensure_kafka
-from kraftform.runtime.health import wait_healthy
 from kraftform.runtime.images import build_kafka, docker_client
 from kraftform.runtime.local import java_binary
 from kraftform.spec.model import ClusterSpec, ExternalListener, Security

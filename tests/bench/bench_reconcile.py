@@ -28,9 +28,9 @@ from confluent_kafka.admin import ConfigResource, ResourceType
 
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.connect import read_connection
+from kraftform.kafka.health import poll_health
 from kraftform.runtime import get_runtime
 from kraftform.runtime.deployment import STATE_FILE, admin_config
-from kraftform.runtime.health import poll_health
 from kraftform.spec.model import ClusterDefaults, ClusterSpec, ManagedScope, Security
 
 CLUSTER = ClusterSpec(name="kfbench", brokers=3, kafka_version="4.3.1", controllers=3, racks=("a", "b", "c"),

@@ -95,7 +95,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from kraftform.kafka.observe import observe
-    from kraftform.spec.export import password_env, render_specs
+    from kraftform.plan.export import password_env, render_specs
 
     out: Path = args.out_dir
     if out.exists() and any(out.iterdir()) and not args.force:

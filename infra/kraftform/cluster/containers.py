@@ -10,12 +10,14 @@ image's env-driven entry point (which wants JKS stores and password files).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kraftform.cluster.config import Addressing, NodePaths
 from kraftform.cluster.render import TOOL_JAVA_OPTIONS, ClusterSecrets, RenderedNode, java_options, render_cluster
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_PORT, Topology
+from kraftform.spec.model import ClusterSpec
 from kraftform.versions import KAFKA_VERSION
 
 CONFIG_DIR = "/etc/kraftform"
@@ -76,10 +78,31 @@ def volume_name(node_name: str) -> str:
     return f"{node_name}-data"
 
 
+def in_containers(cluster: ClusterSpec) -> ClusterSpec:
+    """The cluster as kraftform runs it in containers, for the Docker runtime and the Pulumi component alike:
+    clients outside the Docker network reach brokers only through published ports, so the external listener
+    is on, at the spec's `external_listener.host` and `base_port`."""
+    listener = dataclasses.replace(cluster.security.external_listener, enabled=True)
+    return dataclasses.replace(cluster, security=dataclasses.replace(cluster.security, external_listener=listener))
+
+
 def docker_addressing(topo: Topology) -> Addressing:
-    """Nodes find each other by container hostname; the host reaches brokers on published loopback ports."""
+    """Nodes find each other by container hostname; clients outside reach brokers at the external listener's
+    host, on the published ports."""
     names = {n.name: n.name for n in topo.nodes}
-    return Addressing(advertised=names, bind={n.name: "0.0.0.0" for n in topo.nodes}, external_host="localhost")
+    return Addressing(advertised=names, bind={n.name: "0.0.0.0" for n in topo.nodes},
+                      external_host=topo.cluster.security.external_listener.host)
+
+
+def publish_ip(external_host: str) -> str:
+    """Loopback for a loopback host (nothing outside this machine reaches the brokers); every interface when
+    the spec advertises another host, which clients elsewhere are meant to reach."""
+    return "127.0.0.1" if external_host == "localhost" or external_host.startswith("127.") else "0.0.0.0"
+
+
+def bootstrap_servers(specs: tuple[ContainerSpec, ...], external_host: str) -> str:
+    """What clients outside the Docker network connect to: every published broker port."""
+    return ",".join(f"{external_host}:{p.host_port}" for s in specs for p in s.ports)
 
 
 def _command(r: RenderedNode, cluster_id: str) -> tuple[str, ...]:
@@ -116,7 +139,8 @@ def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_
         specs.append(ContainerSpec(
             name=r.node.name, hostname=r.node.name, image=image, command=_command(r, secrets.cluster_id),
             network=network, aliases=(r.node.name,), volume=volume_name(r.node.name), volume_path=DATA_DIR,
-            files=files, ports=(PortBinding(port, port),) if port is not None else (),
+            files=files, ports=(PortBinding(port, port, publish_ip(addr.external_host or "localhost")),)
+            if port is not None else (),
             healthcheck=_healthcheck(r),
             labels={"dev.kraftform.cluster": topo.cluster.name, "dev.kraftform.node": r.node.name,
                     "dev.kraftform.roles": ",".join(r.node.roles)},

@@ -63,8 +63,9 @@ def make_secrets(topo: Topology, addr: Addressing, admin_password: str | None = 
             keys[node.name] = keep.node_keys[node.name]
             continue
         host = addr.advertised[node.name]
-        hosts = [node.name, host, "localhost"]
-        ips = ["127.0.0.1"] + ([host] if _is_ip(host) else [])
+        # Clients check the name they connected to: the advertised one, and the external listener's host.
+        hosts = list(dict.fromkeys([node.name, host, "localhost", *filter(None, [addr.external_host])]))
+        ips = list(dict.fromkeys(["127.0.0.1", *(h for h in hosts if _is_ip(h))]))
         keys[node.name] = issue(ca, node.name, [h for h in hosts if not _is_ip(h)], ips)
     if keep:
         return dataclasses.replace(keep, node_keys=keys)

@@ -40,7 +40,6 @@ from confluent_kafka.admin import (
 from confluent_kafka.cimpl import NewTopic
 
 from kraftform.errors import (
-    ClusterUnhealthy,
     InternalError,
     KafkaRequestFailed,
     PlanRefusedError,
@@ -69,6 +68,7 @@ from kraftform.plan.changes import (
 from kraftform.plan.render import listed
 from kraftform.spec import model
 from kraftform.spec.model import SpecSet
+from kraftform.waiting import NotYet, poll
 
 #: Items per write request, and how long one may take: the controller commits each item, and thousands of
 #: ACLs in one request outlast a 30 s timeout on two cores.
@@ -270,18 +270,15 @@ class Applier:
             if errors:
                 raise KafkaRequestFailed("reassignment refused: " + "; ".join(
                     f"{tp.topic}-{tp.partition}: {e.__name__}" for tp, e in sorted(errors.items())[:10]))
-            deadline = time.monotonic() + self.options.reassignment_timeout_s
-            while True:
+            def settled() -> None:
                 self.admin.requests["ListPartitionReassignments"] += 1
                 moving = client.list_partition_reassignments(list(targets))
-                if not moving:
-                    break
-                if time.monotonic() > deadline:
-                    raise ClusterUnhealthy(f"{len(moving)} partition(s) still moving after "
-                                         f"{self.options.reassignment_timeout_s:.0f} s; they keep moving in "
-                                         f"the background: run apply again later")
-                self.progress(f"    {len(moving)} partition(s) still moving ...")
-                time.sleep(1.0)
+                if moving:
+                    self.progress(f"    {len(moving)} partition(s) still moving ...")
+                    raise NotYet(f"{len(moving)} partition(s) still moving; they keep moving in the background: "
+                                 f"run apply again later")
+
+            poll("the replica reassignment", self.options.reassignment_timeout_s, settled, interval=1.0)
         self._alter_configs(ResourceType.TOPIC, {t: [
             ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in THROTTLED_REPLICAS]
             for t in topics}, "remove topic throttles")

@@ -16,6 +16,7 @@ from kraftform.plan.changes import Action, Kind, Plan
 from kraftform.plan.live import live_plan
 from kraftform.plan.render import render_text
 from kraftform.spec.model import SpecSet
+from kraftform.waiting import NotYet, poll
 
 #: How long an applied change may take to show in what brokers report: metadata reaches every broker a
 #: moment after the controller commits it, but a broker creating thousands of replicas applies the
@@ -64,19 +65,23 @@ def apply_cluster(connection: Connection, specs: SpecSet, live: LivePlan, option
     if settle_s is None:
         settle_s = min(SETTLE_MAX_S, SETTLE_S + SETTLE_PER_CHANGE_S * len(live.plan.changes))
     started = time.monotonic()
-    waited = False
-    while True:
-        after = plan_cluster(connection, specs, live.passwords)
-        if after.plan.empty or time.monotonic() > started + settle_s:
-            break
-        if not waited:  # say once what the wait is for
-            progress(f"waiting up to {settle_s:.0f} s for the brokers to report {len(after.plan.changes)} "
-                     f"applied change(s) ...")
-            waited = True
-        time.sleep(0.5)
-    if waited:
+    seen: list[LivePlan] = []
+
+    def reported() -> LivePlan:
+        seen.append(plan_cluster(connection, specs, live.passwords))
+        remaining = len(seen[-1].plan.changes)
+        if remaining:
+            if len(seen) == 1:  # say once what the wait is for
+                progress(f"waiting up to {settle_s:.0f} s for the brokers to report {remaining} applied "
+                         f"change(s) ...")
+            raise NotYet(f"{remaining} change(s) not reported")
+        return seen[-1]
+
+    try:
+        after = poll("the brokers to report the applied plan", settle_s, reported)
+    except ClusterUnhealthy:
+        raise ClusterUnhealthy(f"the cluster does not match the specs {settle_s:.0f} s after apply; remaining "
+                               f"changes:\n" + render_text(seen[-1].plan)) from None
+    if len(seen) > 1:
         progress(f"waited {time.monotonic() - started:.1f} s for the brokers to report the applied changes")
-    if not after.plan.empty:
-        raise ClusterUnhealthy("the cluster does not match the specs after apply; remaining changes:\n"
-                             + render_text(after.plan))
     return after

@@ -17,10 +17,16 @@ import pulumi_docker as docker
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ResourceProvider, UpdateResult
 
 from kraftform.cluster.certificates import KeyPair
-from kraftform.cluster.containers import ContainerSpec, container_specs, docker_addressing
+from kraftform.cluster.containers import (
+    ContainerSpec,
+    bootstrap_servers,
+    container_specs,
+    docker_addressing,
+    in_containers,
+)
 from kraftform.cluster.render import ClusterSecrets, make_secrets
 from kraftform.cluster.topology import Topology, topology
-from kraftform.spec.model import ClusterSpec
+from kraftform.spec.model import ClusterSpec, ExternalListener, Security
 
 T = TypeVar("T")
 #: Kept encrypted in the state. The cluster id is not among them: Kafka hands it to every client in
@@ -41,8 +47,9 @@ def secrets_from_outputs(o: dict[str, Any]) -> ClusterSecrets:
 
 
 def _spec_of(props: dict[str, Any]) -> ClusterSpec:
-    return ClusterSpec(props["name"], int(props["brokers"]), props["kafka_version"], props["mode"],
-                       int(props["controllers"]))
+    listener = ExternalListener(True, props.get("external_host") or ExternalListener().host)
+    return in_containers(ClusterSpec(props["name"], int(props["brokers"]), props["kafka_version"], props["mode"],
+                                     int(props["controllers"]), security=Security(external_listener=listener)))
 
 
 class ClusterSecretsProvider(ResourceProvider):
@@ -54,7 +61,7 @@ class ClusterSecretsProvider(ResourceProvider):
     *outputs*, so the inputs compared must come back unchanged among them: the admin password asked for
     is kept as `requested_admin_password`, apart from the `admin_password` in use."""
 
-    INPUTS = ("name", "brokers", "controllers", "mode", "kafka_version", "requested_admin_password")
+    INPUTS = ("name", "brokers", "controllers", "mode", "kafka_version", "external_host", "requested_admin_password")
     IDENTITY = ("name", "mode")
 
     def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
@@ -84,7 +91,8 @@ class ClusterSecretsProvider(ResourceProvider):
 def secrets_inputs(spec: ClusterSpec, admin_password: pulumi.Input[str] | None) -> dict[str, Any]:
     """The secrets resource's inputs; the outputs it makes are declared too (as None) so they can be read."""
     return {"name": spec.name, "brokers": spec.brokers, "controllers": spec.controllers, "mode": spec.mode,
-            "kafka_version": spec.kafka_version, "requested_admin_password": admin_password or "",
+            "kafka_version": spec.kafka_version, "external_host": spec.security.external_listener.host,
+            "requested_admin_password": admin_password or "",
             **dict.fromkeys(["cluster_id", "ca_cert", *SECRET_OUTPUTS])}
 
 
@@ -123,6 +131,7 @@ class KafkaCluster(pulumi.ComponentResource):
     def __init__(self, name: str, spec: ClusterSpec, image: str, admin_password: pulumi.Input[str] | None = None,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("kraftform:index:KafkaCluster", name, {"cluster": spec.name, "image": image}, opts)
+        spec = in_containers(spec)  # the same cluster the Docker runtime runs from this spec
         topo: Topology = topology(spec)
         child = pulumi.ResourceOptions(parent=self)
         self.secrets = ClusterSecretsResource(f"{name}-secrets", spec, admin_password, child)
@@ -132,7 +141,6 @@ class KafkaCluster(pulumi.ComponentResource):
         # the keys and passwords, and are made secret below). Names, ports and the command stay readable.
         specs = pulumi.Output.unsecret(outputs.apply(lambda values: container_specs(
             topo, secrets_from_outputs(dict(zip(keys, values, strict=True))), image)))
-        addressing = docker_addressing(topo)
         self.network = docker.Network(f"{name}-network", name=specs.apply(lambda all_specs: all_specs[0].network),
                                       labels=[docker.NetworkLabelArgs(label="dev.kraftform.cluster", value=spec.name)],
                                       opts=child)
@@ -142,15 +150,12 @@ class KafkaCluster(pulumi.ComponentResource):
         self.image = docker.RemoteImage(f"{name}-image", name=image, keep_locally=True, opts=child)
         self.volumes: list[docker.Volume] = []
         self.containers: list[docker.Container] = []
-        ports: list[int] = []
         for index, node in enumerate(topo.nodes):
             def pick(field: Callable[[ContainerSpec], T], index: int = index) -> pulumi.Output[T]:
                 """One field of this node's container spec, once the secrets it is rendered from are known."""
                 return specs.apply(lambda all_specs: field(all_specs[index]))
 
             volume = docker.Volume(f"{name}-{node.name}-data", name=pick(lambda c: c.volume), opts=child)
-            port = addressing.external_port(topo, node)
-            ports += [port] if port is not None else []
             container = docker.Container(
                 node.name, name=pick(lambda c: c.name), hostname=pick(lambda c: c.hostname),
                 image=self.image.image_id, command=pick(lambda c: list(c.command)), user=pick(lambda c: c.user),
@@ -170,7 +175,8 @@ class KafkaCluster(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=[volume]))
             self.volumes.append(volume)
             self.containers.append(container)
-        self.bootstrap_servers = pulumi.Output.from_input(",".join(f"localhost:{p}" for p in ports))
+        host = spec.security.external_listener.host
+        self.bootstrap_servers = specs.apply(lambda all_specs: bootstrap_servers(all_specs, host))
         self.ca_certificate = self.secrets.ca_cert  # type: ignore[attr-defined]
         self.admin_password = pulumi.Output.secret(self.secrets.admin_password)  # type: ignore[attr-defined]
         self.register_outputs({"bootstrap_servers": self.bootstrap_servers, "ca_certificate": self.ca_certificate})

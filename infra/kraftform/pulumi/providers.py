@@ -18,7 +18,7 @@ import dataclasses
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pulumi
@@ -32,7 +32,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from kraftform.errors import KraftformError
+from kraftform.errors import ConnectionFailed, KraftformError
 from kraftform.kafka.apply import Applier, ApplyOptions
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import check_passwords
@@ -55,6 +55,7 @@ from kraftform.spec.model import (
 )
 from kraftform.topic_configs import normalize_topic_config
 from kraftform.versions import KAFKA_VERSION
+from kraftform.waiting import poll
 
 OBSERVATION_TTL_S = 5.0
 _observations: dict[str, tuple[float, ClusterState]] = {}
@@ -82,15 +83,9 @@ def observed(connection: Connection, fresh: bool = False, wait_s: float = 180.0)
     A cluster the same `pulumi up` is still starting gets `wait_s` to answer."""
     cached = _observations.get(connection.bootstrap)
     if fresh or cached is None or time.monotonic() - cached[0] > OBSERVATION_TTL_S:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                cached = (time.monotonic(), observe(connection).state)
-                break
-            except KraftformError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(2.0)
+        state = poll(f"reading the cluster at {connection.bootstrap}", wait_s, lambda: observe(connection).state,
+                     interval=2.0, retry_on=(KraftformError,), error=ConnectionFailed)
+        cached = (time.monotonic(), state)
         _observations[connection.bootstrap] = cached
     return cached[1]
 
@@ -193,8 +188,7 @@ def _access_specs(props: dict[str, Any], brokers: int) -> tuple[SpecSet, dict[st
         users = (UserSpec(user["name"], SecretRef("pulumi_config", user["name"]), user["mechanism"],
                           int(user["iterations"])),)
         found[user["name"]] = user["password"]
-    acls = tuple(AclSpec(a["principal"], a["resource_type"], a["resource_name"], a["pattern_type"],
-                         tuple(a["operations"]), a["permission"], a["host"]) for a in props.get("acls") or ())
+    acls = tuple(_acl_spec(a) for a in props.get("acls") or ())
     quotas = tuple(QuotaSpec(QuotaEntity(q.get("user"), q.get("client_id")),
                              {k: float(v) for k, v in q["values"].items()}) for q in props.get("quotas") or ())
     principals = (PrincipalSpec(principal),) if principal else ()
@@ -204,9 +198,12 @@ def _access_specs(props: dict[str, Any], brokers: int) -> tuple[SpecSet, dict[st
 
 def _bindings(acls: Any) -> frozenset[AclBinding]:
     """ACL inputs (grouped operations, as the specs write them) as Kafka's bindings, one operation each."""
-    return frozenset(b for a in acls or () for b in AclSpec(
-        a["principal"], a["resource_type"], a["resource_name"], a["pattern_type"], tuple(a["operations"]),
-        a["permission"], a["host"]).bindings())
+    return frozenset(b for a in acls or () for b in _acl_spec(a).bindings())
+
+
+def _acl_spec(a: Mapping[str, Any]) -> AclSpec:
+    return AclSpec(a["principal"], a["resource_type"], a["resource_name"], tuple(a["operations"]),
+                   a["pattern_type"], a["permission"], a["host"])
 
 
 def _quota_values(quotas: Any) -> dict[tuple[str | None, str | None], dict[str, float]]:

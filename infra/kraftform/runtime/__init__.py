@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kraftform.errors import UsageError
-from kraftform.runtime.health import ClusterHealth
+from kraftform.kafka.health import ClusterHealth
 from kraftform.spec.model import ClusterSpec
 
 RUNTIMES = ("local", "docker")

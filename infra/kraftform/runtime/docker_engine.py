@@ -9,11 +9,9 @@ publish their external listener on 127.0.0.1 only; the host-side admin files poi
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import shutil
 import tarfile
-import time
 from pathlib import Path
 
 import docker
@@ -26,23 +24,20 @@ from kraftform.cluster.containers import (
     LOCAL_IMAGE,
     ContainerSpec,
     Healthcheck,
+    bootstrap_servers,
     container_specs,
     docker_addressing,
+    in_containers,
     volume_name,
 )
 from kraftform.cluster.render import make_secrets
 from kraftform.cluster.topology import topology
 from kraftform.errors import EnvironmentMissing, UsageError
+from kraftform.kafka.health import ClusterHealth, wait_healthy
 from kraftform.runtime import deployment as dep
-from kraftform.runtime.health import ClusterHealth, wait_healthy
 from kraftform.runtime.images import docker_client
 from kraftform.spec.model import ClusterSpec
-
-
-def with_external_listener(cluster: ClusterSpec) -> ClusterSpec:
-    """The host reaches containerised brokers only through published ports: the external listener is on."""
-    listener = dataclasses.replace(cluster.security.external_listener, enabled=True)
-    return dataclasses.replace(cluster, security=dataclasses.replace(cluster.security, external_listener=listener))
+from kraftform.waiting import until
 
 
 def _healthcheck(check: Healthcheck | None) -> dict[str, object] | None:
@@ -115,7 +110,7 @@ class DockerRuntime:
 
     def up(self, cluster: ClusterSpec, admin_password: str | None = None, timeout: float = 240) -> ClusterHealth:
         """Create the network, volumes and containers and start them; idempotent like the local runtime."""
-        cluster = with_external_listener(cluster)
+        cluster = in_containers(cluster)
         client = self.client
         topo = topology(cluster)
         addr: Addressing = docker_addressing(topo)
@@ -138,8 +133,7 @@ class DockerRuntime:
             for spec in specs:
                 _remove_if_present(client, spec.name)
                 self.create_container(client, spec).start()
-            ports = [p.host_port for s in specs for p in s.ports]
-            bootstrap = ",".join(f"localhost:{p}" for p in ports)
+            bootstrap = bootstrap_servers(specs, cluster.security.external_listener.host)
             dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
                                    cluster.security.sasl_mechanism, secrets.ca.cert_pem)
             deployment = dep.Deployment(
@@ -198,10 +192,12 @@ def _remove_if_present(client: docker.DockerClient, name: str) -> None:
         pass
     except APIError as exc:
         raise EnvironmentMissing(f"cannot remove old container {name}: {exc}") from None
-    for _ in range(50):
+    def gone() -> bool:
         try:
             client.containers.get(name)
-            time.sleep(0.1)
+            return False
         except NotFound:
-            return
+            return True
+
+    until(f"old container {name} to be removed", 5.0, gone, interval=0.1, error=EnvironmentMissing)
 

@@ -13,18 +13,18 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import cast
 
 from kraftform.cluster.config import Addressing, NodePaths
 from kraftform.cluster.render import TOOL_JAVA_OPTIONS, RenderedNode, java_options, make_secrets, render_cluster
 from kraftform.cluster.topology import CLIENT_PORT, Node, Role, Topology, topology
-from kraftform.errors import EnvironmentMissing
+from kraftform.errors import ClusterUnhealthy, EnvironmentMissing
+from kraftform.kafka.health import ClusterHealth, wait_healthy
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.artifacts import ensure_kafka
-from kraftform.runtime.health import ClusterHealth, wait_healthy
 from kraftform.spec.model import DEFAULT_BROKER_HEAP, DEFAULT_CONTROLLER_HEAP, ClusterSpec
+from kraftform.waiting import until
 
 FORMAT_TIMEOUT = 120
 
@@ -162,12 +162,11 @@ class LocalRuntime:
             dep.save(self.state_dir, deployment)
 
     def _wait_gone(self, record: dep.NodeRecord, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self._alive(record):
-                return True
-            time.sleep(0.2)
-        return False
+        try:
+            until(f"{record.name} to exit", timeout, lambda: not self._alive(record), interval=0.2)
+            return True
+        except ClusterUnhealthy:
+            return False
 
     def stop(self) -> None:
         """SIGTERM brokers and wait (a controlled shutdown needs the controllers), then the controllers;

@@ -13,8 +13,8 @@ from pathlib import Path
 from confluent_kafka import KafkaException
 
 from kraftform.errors import ConnectionFailed, EnvironmentMissing
+from kraftform.kafka.health import ClusterHealth, describe_health
 from kraftform.runtime.deployment import Deployment, admin_config
-from kraftform.runtime.health import ClusterHealth, describe_health
 from kraftform.runtime.tools import METADATA_QUORUM, run_kafka_tool
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 from kraftform.cluster.clientconfig import jaas_quote
 from kraftform.cluster.config import SCRAM_LOGIN
-from kraftform.errors import ClusterUnhealthy, KraftformError, UsageError
+from kraftform.errors import KraftformError, UsageError
 from kraftform.kafka.connect import Connection
 from kraftform.spark.checkpoint import CheckpointMeta
 from kraftform.spark.query import INPUT_VIEW, METADATA_COLUMNS
@@ -26,6 +25,7 @@ from kraftform.spark.settings import JobSettings
 from kraftform.spark.sinks import ParquetBatchSink, TransactionalKafkaSink
 from kraftform.spec.model import ConsumerSpec
 from kraftform.versions import SPARK_VERSION
+from kraftform.waiting import until
 
 Log = Callable[[str], None]
 
@@ -243,8 +243,4 @@ def run_until_stopped(query: Any, consumer: ConsumerSpec, log: Log, should_stop:
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str, poll_s: float = 0.5) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise ClusterUnhealthy(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(poll_s)
+    until(what, timeout, predicate, interval=poll_s)

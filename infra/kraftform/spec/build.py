@@ -69,6 +69,11 @@ def entries(docs: list[SourceDoc], section: str) -> Iterator[Entry]:
                 yield Entry(doc, (section,), value)
 
 
+def present(d: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    """The keys the spec sets: what it leaves out takes the model dataclass's default, defined there once."""
+    return {k: d[k] for k in keys if k in d}
+
+
 def plain_settings(raw: Mapping[str, Any] | None) -> dict[str, str]:
     """Client, broker and Spark settings in Kafka's string form (true/false, comma lists)."""
 
@@ -111,21 +116,13 @@ class Builder:
     def cluster(self, entry: Entry) -> ClusterSpec:
         d = entry.data
         brokers = d["brokers"]
-        raw_defaults = d.get("defaults", {})
-        rf = raw_defaults.get("replication_factor", min(3, brokers))
-        defaults = ClusterDefaults(
-            partitions=raw_defaults.get("partitions", 1),
-            replication_factor=rf,
-            min_insync_replicas=raw_defaults.get("min_insync_replicas", min(2, rf) if rf > 1 else 1),
-        )
+        defaults = ClusterDefaults.for_brokers(brokers, **present(
+            d.get("defaults", {}), "partitions", "replication_factor", "min_insync_replicas"))
         sec = d.get("security", {})
-        ext = sec.get("external_listener", {})
         security = Security(
-            sasl_mechanism=sec.get("sasl_mechanism", "SCRAM-SHA-512"),
-            controller_auth=sec.get("controller_auth", "mtls"),
-            admin_user=sec.get("admin_user", "kraftform-admin"),
-            external_listener=ExternalListener(ext.get("enabled", False), ext.get("host", "localhost"),
-                                               ext.get("base_port", 19092)),
+            **present(sec, "sasl_mechanism", "controller_auth", "admin_user"),
+            external_listener=ExternalListener(**present(sec.get("external_listener", {}), "enabled", "host",
+                                                         "base_port")),
         )
         scope = d.get("managed_scope", {})
         conv = d.get("conventions", {})
@@ -140,18 +137,17 @@ class Builder:
                                              f"not a regular expression: {exc}"))
         storage = d.get("storage_per_broker")
         resources = d.get("resources", {})
-        heaps = {f"{role}_heap_bytes": self._convert(parse_size, resources[f"{role}_heap"],
+        heaps: dict[str, Any] = {f"{role}_heap_bytes": self._convert(parse_size, resources[f"{role}_heap"],
                                                      entry.at("resources", f"{role}_heap"))
                  for role in ("broker", "controller") if f"{role}_heap" in resources}
         return ClusterSpec(
             name=d["name"], brokers=brokers, kafka_version=d.get("kafka_version", KAFKA_VERSION),
-            mode=d.get("mode", "dedicated"), controllers=d.get("controllers", 3),
-            racks=tuple(d.get("racks", ())),
+            **present(d, "mode", "controllers"), racks=tuple(d.get("racks", ())),
             storage_per_broker_bytes=None if storage is None else self._convert(
                 parse_size, storage, entry.at("storage_per_broker")),
             defaults=defaults, security=security, **{k: v for k, v in heaps.items() if v is not None},
             managed_scope=ManagedScope(tuple(scope.get("topic_prefixes", ())),
-                                       scope.get("acl_principals", "declared"), scope.get("acl_resources", "all")),
+                                       **present(scope, "acl_principals", "acl_resources")),
             load=self._load(entry) if "load" in d else None,
             conventions=Conventions(conv.get("topic_name"), **bounds),
             location=entry.at(),
@@ -171,11 +167,10 @@ class Builder:
             messages_per_day=d["messages_per_day"], average_message_bytes=size, retention_ms=retention,
             replication_factor=d.get("replication_factor"),
             peak_write_bytes_per_s=opt(parse_rate, "peak_write_rate"),
-            consumer_groups=d.get("consumer_groups", 1),
+            **present(d, "consumer_groups", "controller_failures_tolerated"),
             broker_network_bytes_per_s=opt(parse_rate, "broker_network"),
             broker_write_capacity_bytes_per_s=opt(parse_rate, "broker_write_capacity"),
             partition_throughput_bytes_per_s=opt(parse_rate, "partition_throughput"),
-            controller_failures_tolerated=d.get("controller_failures_tolerated", 1),
         )
 
     def profiles(self, found: list[Entry]) -> dict[str, Profile]:
@@ -257,11 +252,10 @@ class Builder:
         return ConsumerSpec(
             name=d["name"], topics=tuple(d["topics"]), user=d["user"],
             sink=SinkSpec(sink["type"], sink.get("path"), sink.get("topic")),
-            group_id_prefix=d.get("group_id_prefix", d["name"]), profile=d.get("profile", "balanced"),
+            group_id_prefix=d.get("group_id_prefix", d["name"]), **present(d, "profile", "starting_offsets", "cores"),
             trigger=trigger if trigger in (None, REALTIME) else self._convert(
                 parse_duration_ms, trigger, entry.at("trigger")),
-            starting_offsets=d.get("starting_offsets", "latest"),
-            max_offsets_per_trigger=d.get("max_offsets_per_trigger"), cores=d.get("cores", 2),
+            max_offsets_per_trigger=d.get("max_offsets_per_trigger"),
             value=ValueFormat(value.get("format", "string"), value.get("schema")),
             watermark=None if watermark is None or delay is None else Watermark(watermark["column"], delay),
             query=d.get("query"), transform=d.get("transform"), checkpoint=d.get("checkpoint"),
@@ -299,15 +293,17 @@ def build_specset(docs: list[SourceDoc]) -> tuple[SpecSet | None, list[Problem]]
         cluster=cluster,
         topics=tuple(b.topic(e, cluster, profiles) for e in entries(docs, "topics")),
         acls=tuple(
-            AclSpec(e.data["principal"], e.data["resource"]["type"], e.data["resource"]["name"],
-                    e.data["resource"].get("pattern", "literal"), tuple(e.data["operations"]),
-                    e.data.get("permission", "allow"), e.data.get("host", "*"), e.at())
+            AclSpec(principal=e.data["principal"], resource_type=e.data["resource"]["type"],
+                    resource_name=e.data["resource"]["name"], operations=tuple(e.data["operations"]),
+                    **present(e.data, "permission", "host"),
+                    **{"pattern_type": e.data["resource"]["pattern"]} if "pattern" in e.data["resource"] else {},
+                    location=e.at())
             for e in entries(docs, "acls")),
         quotas=tuple(b.quota(e) for e in entries(docs, "quotas")),
         users=tuple(
-            UserSpec(e.data["name"], _secret(e.data["password"]), e.data.get("mechanism", "SCRAM-SHA-512"),
-                     e.data.get("iterations", 8192), e.data.get("password_version", 1),
-                     e.data.get("description", ""), e.at())
+            UserSpec(e.data["name"], _secret(e.data["password"]),
+                     **present(e.data, "mechanism", "iterations", "password_version", "description"),
+                     location=e.at())
             for e in entries(docs, "users")),
         principals=tuple(PrincipalSpec(e.data["name"], e.data.get("description", ""), e.at())
                          for e in entries(docs, "principals")),

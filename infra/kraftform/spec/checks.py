@@ -120,7 +120,7 @@ def check_topic_replication(s: SpecSet) -> Iterator[Problem]:
         if t.replication_factor > s.cluster.brokers:
             yield Problem(t.location, f"{named}: replication factor {t.replication_factor} exceeds the "
                                       f"{s.cluster.brokers} brokers of cluster {s.cluster.name!r}")
-        min_isr = int(t.config.get("min.insync.replicas", s.cluster.defaults.min_insync_replicas))
+        min_isr = s.cluster.min_insync(t)
         if min_isr > t.replication_factor:
             yield Problem(t.location, f"{named}: min.insync.replicas {min_isr} exceeds the replication factor "
                                       f"{t.replication_factor}: producers with acks=all could never write")

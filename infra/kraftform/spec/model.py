@@ -54,9 +54,20 @@ class Security:
 
 @dataclass(frozen=True)
 class ClusterDefaults:
-    partitions: int = 1
-    replication_factor: int = 1
-    min_insync_replicas: int = 1
+    """Broker-side defaults for topics that do not set their own. They depend on the broker count, so they
+    are made by `for_brokers` (the one place that says what they are), never by field defaults."""
+
+    partitions: int
+    replication_factor: int
+    min_insync_replicas: int
+
+    @classmethod
+    def for_brokers(cls, brokers: int, partitions: int = 1, replication_factor: int | None = None,
+                    min_insync_replicas: int | None = None) -> ClusterDefaults:
+        """Unset: replication factor min(3, brokers); min.insync.replicas 2 when replicated, else 1."""
+        rf = min(3, brokers) if replication_factor is None else replication_factor
+        isr = (2 if rf > 1 else 1) if min_insync_replicas is None else min_insync_replicas
+        return cls(partitions, rf, isr)
 
 
 @dataclass(frozen=True)
@@ -110,12 +121,21 @@ class ClusterSpec:
     storage_per_broker_bytes: int | None = None
     broker_heap_bytes: int = DEFAULT_BROKER_HEAP
     controller_heap_bytes: int = DEFAULT_CONTROLLER_HEAP
-    defaults: ClusterDefaults = ClusterDefaults()
+    #: None stands for `ClusterDefaults.for_brokers(brokers)`, filled in on construction.
+    defaults: ClusterDefaults = None  # type: ignore[assignment]
     security: Security = Security()
     managed_scope: ManagedScope = ManagedScope()
     conventions: Conventions = Conventions()
     load: Load | None = None
     location: Location = _loc()
+
+    def __post_init__(self) -> None:
+        if self.defaults is None:
+            object.__setattr__(self, "defaults", ClusterDefaults.for_brokers(self.brokers))
+
+    def min_insync(self, topic: TopicSpec) -> int:
+        """The min.insync.replicas a topic gets: its own override, else the cluster's default."""
+        return int(topic.config.get("min.insync.replicas", self.defaults.min_insync_replicas))
 
     def rack_of(self, broker_index: int) -> str | None:
         """Racks are assigned to brokers in turn, so replicas can spread across them."""
@@ -184,8 +204,8 @@ class AclSpec:
     principal: str
     resource_type: str
     resource_name: str
-    pattern_type: str
     operations: tuple[str, ...]
+    pattern_type: str = "literal"
     permission: str = "allow"
     host: str = "*"
     location: Location = _loc()

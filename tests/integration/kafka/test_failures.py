@@ -20,7 +20,7 @@ from kraftform.cluster.config import properties_text
 from kraftform.errors import AuthenticationFailed, AuthorizationDenied, ConnectionFailed, KraftformError
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.connect import read_connection
-from kraftform.spec.export import password_env
+from kraftform.plan.export import password_env
 from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS

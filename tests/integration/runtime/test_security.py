@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from kraftform.cluster.certificates import make_ca
-from kraftform.runtime.health import describe_health, poll_health, round_trip
+from kraftform.kafka.health import describe_health, poll_health, round_trip
 
 from ..conftest import LiveCluster, unique
 

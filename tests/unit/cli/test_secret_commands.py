@@ -14,7 +14,7 @@ import yaml
 
 from kraftform.cli import main
 from kraftform.kafka.connect import read_connection
-from kraftform.spec.export import password_env
+from kraftform.plan.export import password_env
 from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS, REPO

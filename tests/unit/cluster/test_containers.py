@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+
+import pytest
 
 from kraftform.cluster.containers import CONFIG_DIR, DATA_DIR, container_specs, docker_addressing
 from kraftform.cluster.render import make_secrets
@@ -39,3 +42,32 @@ def test_secrets_only_in_secret_files_never_in_commands_or_labels() -> None:
         assert not by_path[f"{CONFIG_DIR}/server.properties"].secret
         assert secrets.admin_password not in by_path[f"{CONFIG_DIR}/server.properties"].content
         assert spec.command[:2] == ("sh", "-c") and "kafka.Kafka" in spec.command[2]
+
+
+@pytest.mark.parametrize(("host", "published_on"), [("localhost", "127.0.0.1"), ("kafka.example.test", "0.0.0.0")])
+def test_one_container_description_honours_the_external_listener_for_every_runner(host: str,
+                                                                                   published_on: str) -> None:
+    """The Docker runtime and the Pulumi component both run `in_containers(spec)`: the external listener is
+    on even when the spec leaves it off (clients outside the Docker network have no other way in), at the
+    spec's host, which the brokers advertise, their certificates name and the bootstrap servers use."""
+    from cryptography import x509
+
+    from kraftform.cluster.containers import bootstrap_servers, in_containers
+    from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_from_outputs, secrets_inputs
+    from kraftform.spec.model import ExternalListener, Security
+
+    spec = dataclasses.replace(CLUSTER, security=Security(external_listener=ExternalListener(False, host, 29092)))
+    topo = topology(in_containers(spec))
+    made = ClusterSecretsProvider().create(secrets_inputs(spec, None))  # as the Pulumi component makes them
+    assert made.outs is not None
+    specs = container_specs(topo, secrets_from_outputs(made.outs))
+    brokers = [s for s in specs if s.ports]
+    assert [(p.host_port, p.host_ip) for s in brokers for p in s.ports] == [
+        (29092 + i, published_on) for i in range(len(brokers))]
+    assert bootstrap_servers(specs, host) == ",".join(f"{host}:{29092 + i}" for i in range(len(brokers)))
+    for broker in brokers:
+        props = next(f.content for f in broker.files if f.path.endswith("server.properties"))
+        assert f"EXTERNAL://{host}:" in props
+        cert = x509.load_pem_x509_certificate(secrets_from_outputs(made.outs).node_keys[broker.name].cert_pem.encode())
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert host in names.get_values_for_type(x509.DNSName)

@@ -6,8 +6,8 @@ import dataclasses
 from pathlib import Path
 
 from kraftform.plan import UserState
+from kraftform.plan.export import password_env, render_specs
 from kraftform.plan.live import live_plan
-from kraftform.spec.export import password_env, render_specs
 from kraftform.spec.loader import load_specs
 from kraftform.spec.model import AclBinding, QuotaEntity
 

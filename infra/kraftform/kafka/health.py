@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from kraftform.errors import ClusterUnhealthy, ConnectionFailed, KraftformError
+from kraftform.waiting import NotYet, poll
 
 HEALTH_TOPIC = "kraftform.health"
 
@@ -90,35 +91,33 @@ def poll_health(conf: Mapping[str, str], until: Callable[[ClusterHealth], bool],
                 timeout: float = 120.0) -> ClusterHealth:
     """Describe the cluster until `until` holds; a request that lands on a dead broker is retried.
     Returns the last description (the caller asserts on it) or raises if none ever succeeded."""
-    deadline = time.monotonic() + timeout
-    last: ClusterHealth | None = None
-    while True:
-        try:
-            last = describe_health(conf, timeout=5.0)
-            if until(last):
-                return last
-        except (KafkaException, TimeoutError):
-            pass
-        if time.monotonic() >= deadline:
-            if last is None:
-                raise ConnectionFailed(f"the cluster did not answer for {timeout:.0f}s")
-            return last
-        time.sleep(1.0)
+    seen: list[ClusterHealth] = []
+
+    def attempt() -> ClusterHealth:
+        seen.append(describe_health(conf, timeout=5.0))
+        if not until(seen[-1]):
+            raise NotYet(str(seen[-1]))
+        return seen[-1]
+
+    try:
+        return poll("the cluster's health", timeout, attempt, interval=1.0, retry_on=(KafkaException, TimeoutError),
+                    error=ConnectionFailed)
+    except ConnectionFailed:
+        if not seen:
+            raise
+        return seen[-1]
 
 
 def wait_healthy(conf: Mapping[str, str], expected_brokers: int, timeout: float = 180.0) -> ClusterHealth:
     """Poll until every broker is registered and a round trip succeeds, or raise with the last error."""
-    deadline = time.monotonic() + timeout
-    last: object = "no answer yet"
     quiet = {**conf, "log_level": "0"}
-    while time.monotonic() < deadline:
-        try:
-            health = describe_health(quiet, timeout=5.0)
-            if len(health.brokers) >= expected_brokers:
-                round_trip(quiet, min(3, expected_brokers), timeout=20.0)
-                return describe_health(quiet, timeout=5.0)
-            last = f"{len(health.brokers)} of {expected_brokers} brokers registered"
-        except (KafkaException, KraftformError, TimeoutError) as exc:
-            last = exc or "timed out"
-        time.sleep(1.0)
-    raise ClusterUnhealthy(f"cluster not healthy after {timeout:.0f}s: {last}")
+
+    def attempt() -> ClusterHealth:
+        health = describe_health(quiet, timeout=5.0)
+        if len(health.brokers) < expected_brokers:
+            raise NotYet(f"{len(health.brokers)} of {expected_brokers} brokers registered")
+        round_trip(quiet, min(3, expected_brokers), timeout=20.0)
+        return describe_health(quiet, timeout=5.0)
+
+    return poll(f"a healthy cluster ({expected_brokers} brokers, a record written and read back)", timeout,
+                attempt, interval=1.0, retry_on=(KafkaException, KraftformError, TimeoutError))

@@ -104,9 +104,10 @@ class Admin:
         conf: dict[str, Any] = {**connection.librdkafka(), "error_cb": self.errors.append}
         self.client = AdminClient(conf)
 
-    def metadata(self, timeout: float = TIMEOUT) -> ClusterMetadata:
+    def metadata(self, timeout: float = TIMEOUT, topic: str | None = None) -> ClusterMetadata:
+        """Every topic's metadata, or only `topic`'s (one request, whatever the cluster holds)."""
         self.requests["Metadata"] += 1
-        return self._waiting("read metadata", timeout, lambda: self.client.list_topics(timeout=ROUND_S))
+        return self._waiting("read metadata", timeout, lambda: self.client.list_topics(topic, timeout=ROUND_S))
 
     def wait(self, future: concurrent.futures.Future[T], what: str, timeout: float = TIMEOUT) -> T:
         """A request's result, failing as soon as the cause is known rather than when `timeout` runs out."""

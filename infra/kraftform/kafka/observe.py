@@ -13,6 +13,7 @@ value the topic will fall back to.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,10 +51,10 @@ class Observation:
     skipped_acls: int = 0
 
 
-def _topics(admin: Admin) -> tuple[dict[str, TopicState], dict[str, str]]:
-    metadata = admin.metadata()
+def _topics(admin: Admin, only: Collection[str] | None) -> tuple[dict[str, TopicState], dict[str, str]]:
+    found = [admin.metadata().topics] if only is None else [admin.metadata(topic=n).topics for n in sorted(only)]
     shapes: dict[str, tuple[int, int, tuple[tuple[int, ...], ...]]] = {}
-    for name, topic in metadata.topics.items():
+    for name, topic in ((n, t) for metadata in found for n, t in metadata.items()):
         if topic.error is not None:
             continue
         assignment = tuple(tuple(topic.partitions[p].replicas) for p in sorted(topic.partitions))
@@ -119,13 +120,17 @@ def _users(admin: Admin) -> dict[str, UserState]:
     return users
 
 
-def observe(connection: Connection) -> Observation:
-    """The whole cluster, in bulk."""
+def observe(connection: Connection, topics_only: Collection[str] | None = None) -> Observation:
+    """The whole cluster, in bulk; with `topics_only`, just those topics and the brokers (no ACLs, users or
+    quotas): what a caller that manages only those topics needs, in requests that do not grow with the
+    cluster (a Pulumi topic resource reads its own topic, not every topic's configs)."""
     admin = Admin(connection)
     admin.requests["DescribeCluster"] += 1
     cluster = admin.wait(admin.client.describe_cluster(request_timeout=TIMEOUT), "describe the cluster")
     brokers = {node.id: node.rack for node in cluster.nodes}
-    topics, defaults = _topics(admin)
+    topics, defaults = _topics(admin, topics_only)
+    if topics_only is not None:
+        return Observation(ClusterState(topics=topics, topic_defaults=defaults, brokers=brokers), admin.requests)
     acls, skipped = _acls(admin)
     users = _users(admin)
     with kafka_python_admin(connection, admin.requests) as client:

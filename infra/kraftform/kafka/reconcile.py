@@ -34,12 +34,13 @@ class LivePlan:
     passwords: Mapping[str, str | None]
 
 
-def plan_cluster(connection: Connection, specs: SpecSet, found: Mapping[str, str | None] | None = None) -> LivePlan:
+def plan_cluster(connection: Connection, specs: SpecSet, found: Mapping[str, str | None] | None = None,
+                 topics_only: bool = False) -> LivePlan:
     """Observe in bulk, check the declared users' passwords by logging in, and plan. `found` holds the
     users' passwords when the caller has them (Pulumi secrets); by default they are read from the specs'
     secret references."""
     found = passwords(specs.users) if found is None else found
-    observation = observe(connection)
+    observation = observe(connection, [t.name for t in specs.topics] if topics_only else None)
     state = check_passwords(connection, observation.state, specs.users, found)
     plan = live_plan(specs, state)
     unchecked = sorted(u.name for u in specs.users if found.get(u.name) is None and u.name in state.users)
@@ -57,7 +58,7 @@ def plan_cluster(connection: Connection, specs: SpecSet, found: Mapping[str, str
 
 
 def apply_cluster(connection: Connection, specs: SpecSet, live: LivePlan, options: ApplyOptions,
-                  progress: Progress, settle_s: float | None = None) -> LivePlan:
+                  progress: Progress, settle_s: float | None = None, topics_only: bool = False) -> LivePlan:
     """Apply `live.plan` and observe again until the plan is empty; returns the final (empty) plan."""
     check_applicable(live.plan, specs, live.passwords, options)
     applier = Applier(connection, live.passwords, options, progress)
@@ -68,7 +69,7 @@ def apply_cluster(connection: Connection, specs: SpecSet, live: LivePlan, option
     seen: list[LivePlan] = []
 
     def reported() -> LivePlan:
-        seen.append(plan_cluster(connection, specs, live.passwords))
+        seen.append(plan_cluster(connection, specs, live.passwords, topics_only))
         remaining = len(seen[-1].plan.changes)
         if remaining:
             if len(seen) == 1:  # say once what the wait is for

@@ -37,7 +37,7 @@ from kraftform.kafka.apply import Applier, ApplyOptions
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import check_passwords
 from kraftform.kafka.observe import observe
-from kraftform.kafka.reconcile import SETTLE_S, apply_cluster, plan_cluster
+from kraftform.kafka.reconcile import apply_cluster, plan_cluster
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.plan.state import ClusterState
 from kraftform.spec.model import (
@@ -55,7 +55,7 @@ from kraftform.spec.model import (
 )
 from kraftform.topic_configs import normalize_topic_config
 from kraftform.versions import KAFKA_VERSION
-from kraftform.waiting import poll
+from kraftform.waiting import poll, until
 
 OBSERVATION_TTL_S = 5.0
 _observations: dict[str, tuple[float, ClusterState]] = {}
@@ -95,9 +95,18 @@ def _topic(props: dict[str, Any]) -> TopicSpec:
                      {k: str(v) for k, v in (props.get("config") or {}).items()})
 
 
-def _scoped(topic: TopicSpec, state: ClusterState) -> SpecSet:
-    """A spec set declaring only this topic: the live planner then owns it and nothing else."""
-    return SpecSet(ClusterSpec("pulumi", max(1, len(state.brokers)), KAFKA_VERSION), topics=(topic,))
+def _scoped(topic: TopicSpec) -> SpecSet:
+    """A spec set declaring only this topic: the live planner then owns it and nothing else. The cluster's
+    broker count does not matter here: the topic states its replication factor."""
+    return SpecSet(ClusterSpec("pulumi", 1, KAFKA_VERSION), topics=(topic,))
+
+
+def _own_topic(connection: Connection, name: str) -> ClusterState:
+    """This topic and the brokers, read in a fixed number of requests however many topics the cluster holds:
+    N topic resources in one `pulumi up` cost N times that, not N whole-cluster reads."""
+    return poll(f"reading topic {name!r} at {connection.bootstrap}", 180.0,
+                lambda: observe(connection, [name]).state, interval=2.0, retry_on=(KraftformError,),
+                error=ConnectionFailed)
 
 
 class TopicProvider(ResourceProvider):
@@ -132,10 +141,10 @@ class TopicProvider(ResourceProvider):
         """The CLI's loop scoped to this topic: plan, apply (refused changes still stop it; `pulumi up`
         already showed the diff and asked), then observe until the topic matches."""
         with connection_of(props) as connection:
-            specs = _scoped(_topic(props), observed(connection))
-            apply_cluster(connection, specs, plan_cluster(connection, specs, {}),
-                          ApplyOptions(allow_destructive=True), lambda _m: None)
-            _observations.pop(connection.bootstrap, None)
+            specs = _scoped(_topic(props))
+            _own_topic(connection, specs.topics[0].name)  # a cluster this `pulumi up` is starting gets time
+            apply_cluster(connection, specs, plan_cluster(connection, specs, {}, topics_only=True),
+                          ApplyOptions(allow_destructive=True), lambda _m: None, topics_only=True)
         return props
 
     def create(self, props: dict[str, Any]) -> CreateResult:
@@ -146,7 +155,7 @@ class TopicProvider(ResourceProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         with connection_of(props) as connection:
-            state = observed(connection, fresh=True)
+            state = _own_topic(connection, id_)
         current = state.topics.get(id_)
         if current is None:
             return ReadResult(None, {})  # gone: Pulumi will plan to create it again
@@ -155,16 +164,13 @@ class TopicProvider(ResourceProvider):
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         with connection_of(props) as connection:
-            state = observed(connection, fresh=True)
-            if id_ not in state.topics:
+            if id_ not in _own_topic(connection, id_).topics:
                 return
             plan = Plan.of([Change(Action.DELETE, Kind.TOPIC, id_, Safety.DESTRUCTIVE, "removed from the stack")])
             Applier(connection, {}, ApplyOptions(allow_destructive=True), lambda _m: None).run(plan)
             # Brokers learn of the deletion a moment after the controller commits it.
-            deadline = time.monotonic() + SETTLE_S
-            while id_ in observed(connection, fresh=True).topics and time.monotonic() < deadline:
-                time.sleep(0.5)
-            _observations.pop(connection.bootstrap, None)
+            until(f"topic {id_!r} to be gone from the brokers' metadata", 60.0,
+                  lambda: id_ not in observe(connection, [id_]).state.topics)
 
 
 class Topic(pulumi.dynamic.Resource):

@@ -64,7 +64,7 @@ def _read(specs_dir: Path) -> tuple[list[SourceDoc], list[Problem], SetAside | N
             continue
         errors = schema_errors(doc)
         problems.extend(problem for _, problem in errors)
-        valid = valid_part(doc, (path for path, _ in errors), aside or SetAside())
+        valid = valid_part(doc, (where for where, _ in errors), aside or SetAside())
         if valid is not None:
             docs.append(valid)
     return docs, problems, aside

@@ -114,6 +114,10 @@ class Admin:
         return self._waiting(what, timeout, lambda: future.result(timeout=ROUND_S))
 
     def _waiting(self, what: str, timeout: float, attempt: Callable[[], T]) -> T:
+        # A client used for several requests must not fail one on what an earlier one saw (a broker restarting
+        # then, a transport error since healed); refused credentials stay refused, so those are kept.
+        self.client.poll(0)
+        self.errors[:] = [e for e in self.errors if is_auth_error(e)]
         deadline = time.monotonic() + timeout
         while True:
             try:

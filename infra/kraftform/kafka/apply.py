@@ -157,8 +157,8 @@ class Applier:
     """Sends a plan's payloads; knows nothing of specs or observations."""
 
     def __init__(self, connection: Connection, passwords: Mapping[str, str | None], options: ApplyOptions,
-                 progress: Progress) -> None:
-        self.admin = Admin(connection)
+                 progress: Progress, admin: Admin | None = None) -> None:
+        self.admin = admin or Admin(connection)
         self.connection = connection
         self.passwords = passwords
         self.options = options

@@ -120,11 +120,12 @@ def _users(admin: Admin) -> dict[str, UserState]:
     return users
 
 
-def observe(connection: Connection, topics_only: Collection[str] | None = None) -> Observation:
+def observe(connection: Connection, topics_only: Collection[str] | None = None,
+            admin: Admin | None = None) -> Observation:
     """The whole cluster, in bulk; with `topics_only`, just those topics and the brokers (no ACLs, users or
     quotas): what a caller that manages only those topics needs, in requests that do not grow with the
     cluster (a Pulumi topic resource reads its own topic, not every topic's configs)."""
-    admin = Admin(connection)
+    admin = admin or Admin(connection)  # a caller's client, already logged in, saves a TLS+SCRAM session
     admin.requests["DescribeCluster"] += 1
     cluster = admin.wait(admin.client.describe_cluster(request_timeout=TIMEOUT), "describe the cluster")
     brokers = {node.id: node.rack for node in cluster.nodes}

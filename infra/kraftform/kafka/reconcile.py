@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kraftform.errors import ClusterUnhealthy
+from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import Applier, ApplyOptions, Progress, check_applicable
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import check_passwords, missing_password, passwords
@@ -35,12 +36,12 @@ class LivePlan:
 
 
 def plan_cluster(connection: Connection, specs: SpecSet, found: Mapping[str, str | None] | None = None,
-                 topics_only: bool = False) -> LivePlan:
+                 topics_only: bool = False, admin: Admin | None = None) -> LivePlan:
     """Observe in bulk, check the declared users' passwords by logging in, and plan. `found` holds the
     users' passwords when the caller has them (Pulumi secrets); by default they are read from the specs'
     secret references."""
     found = passwords(specs.users) if found is None else found
-    observation = observe(connection, [t.name for t in specs.topics] if topics_only else None)
+    observation = observe(connection, [t.name for t in specs.topics] if topics_only else None, admin)
     state = check_passwords(connection, observation.state, specs.users, found)
     plan = live_plan(specs, state)
     unchecked = sorted(u.name for u in specs.users if found.get(u.name) is None and u.name in state.users)
@@ -58,10 +59,11 @@ def plan_cluster(connection: Connection, specs: SpecSet, found: Mapping[str, str
 
 
 def apply_cluster(connection: Connection, specs: SpecSet, live: LivePlan, options: ApplyOptions,
-                  progress: Progress, settle_s: float | None = None, topics_only: bool = False) -> LivePlan:
+                  progress: Progress, settle_s: float | None = None, topics_only: bool = False,
+                  admin: Admin | None = None) -> LivePlan:
     """Apply `live.plan` and observe again until the plan is empty; returns the final (empty) plan."""
     check_applicable(live.plan, specs, live.passwords, options)
-    applier = Applier(connection, live.passwords, options, progress)
+    applier = Applier(connection, live.passwords, options, progress, admin)
     applier.run(live.plan)
     if settle_s is None:
         settle_s = min(SETTLE_MAX_S, SETTLE_S + SETTLE_PER_CHANGE_S * len(live.plan.changes))
@@ -69,7 +71,7 @@ def apply_cluster(connection: Connection, specs: SpecSet, live: LivePlan, option
     seen: list[LivePlan] = []
 
     def reported() -> LivePlan:
-        seen.append(plan_cluster(connection, specs, live.passwords, topics_only))
+        seen.append(plan_cluster(connection, specs, live.passwords, topics_only, admin))
         remaining = len(seen[-1].plan.changes)
         if remaining:
             if len(seen) == 1:  # say once what the wait is for

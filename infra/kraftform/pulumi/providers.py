@@ -33,6 +33,7 @@ from pulumi.dynamic import (
 )
 
 from kraftform.errors import ConnectionFailed, KraftformError
+from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import Applier, ApplyOptions
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import check_passwords
@@ -101,11 +102,11 @@ def _scoped(topic: TopicSpec) -> SpecSet:
     return SpecSet(ClusterSpec("pulumi", 1, KAFKA_VERSION), topics=(topic,))
 
 
-def _own_topic(connection: Connection, name: str) -> ClusterState:
+def _own_topic(connection: Connection, name: str, admin: Admin | None = None) -> ClusterState:
     """This topic and the brokers, read in a fixed number of requests however many topics the cluster holds:
     N topic resources in one `pulumi up` cost N times that, not N whole-cluster reads."""
     return poll(f"reading topic {name!r} at {connection.bootstrap}", 180.0,
-                lambda: observe(connection, [name]).state, interval=2.0, retry_on=(KraftformError,),
+                lambda: observe(connection, [name], admin).state, interval=2.0, retry_on=(KraftformError,),
                 error=ConnectionFailed)
 
 
@@ -142,9 +143,11 @@ class TopicProvider(ResourceProvider):
         already showed the diff and asked), then observe until the topic matches."""
         with connection_of(props) as connection:
             specs = _scoped(_topic(props))
-            _own_topic(connection, specs.topics[0].name)  # a cluster this `pulumi up` is starting gets time
-            apply_cluster(connection, specs, plan_cluster(connection, specs, {}, topics_only=True),
-                          ApplyOptions(allow_destructive=True), lambda _m: None, topics_only=True)
+            # One client for the call's reads and writes: each new one is a TLS and SCRAM exchange per broker.
+            admin = Admin(connection)
+            _own_topic(connection, specs.topics[0].name, admin)  # a cluster this `pulumi up` starts gets time
+            apply_cluster(connection, specs, plan_cluster(connection, specs, {}, topics_only=True, admin=admin),
+                          ApplyOptions(allow_destructive=True), lambda _m: None, topics_only=True, admin=admin)
         return props
 
     def create(self, props: dict[str, Any]) -> CreateResult:
@@ -164,13 +167,14 @@ class TopicProvider(ResourceProvider):
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         with connection_of(props) as connection:
-            if id_ not in _own_topic(connection, id_).topics:
+            admin = Admin(connection)
+            if id_ not in _own_topic(connection, id_, admin).topics:
                 return
             plan = Plan.of([Change(Action.DELETE, Kind.TOPIC, id_, Safety.DESTRUCTIVE, "removed from the stack")])
-            Applier(connection, {}, ApplyOptions(allow_destructive=True), lambda _m: None).run(plan)
+            Applier(connection, {}, ApplyOptions(allow_destructive=True), lambda _m: None, admin).run(plan)
             # Brokers learn of the deletion a moment after the controller commits it.
             until(f"topic {id_!r} to be gone from the brokers' metadata", 60.0,
-                  lambda: id_ not in observe(connection, [id_]).state.topics)
+                  lambda: id_ not in observe(connection, [id_], admin).state.topics)
 
 
 class Topic(pulumi.dynamic.Resource):

@@ -125,7 +125,7 @@ def _payload(change: Change, kind: type[P]) -> P:
     """What `change` sends; a plan made offline (a diff of two revisions) has none to send."""
     if not isinstance(change.payload, kind):
         raise InternalError(f"internal: {change.action} {change.kind} {change.resource} carries no "
-                             f"{kind.__name__} to apply (only a live plan can be applied)")
+                            f"{kind.__name__} to apply (only a live plan can be applied)")
     return change.payload
 
 
@@ -270,6 +270,7 @@ class Applier:
             if errors:
                 raise KafkaRequestFailed("reassignment refused: " + "; ".join(
                     f"{tp.topic}-{tp.partition}: {e.__name__}" for tp, e in sorted(errors.items())[:10]))
+
             def settled() -> None:
                 self.admin.requests["ListPartitionReassignments"] += 1
                 moving = client.list_partition_reassignments(list(targets))

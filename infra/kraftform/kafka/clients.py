@@ -51,17 +51,17 @@ def check_read_access(connection: Connection, topics: Iterable[str], group: str)
             _raise_access_error(errors, user, connection, topics, group)
             if metadata is None and time.monotonic() > deadline:
                 raise ConnectionFailed(f"cannot reach {connection.bootstrap} as {user!r} within {PREFLIGHT_S:.0f} s "
-                                     f"({last})")
+                                       f"({last})")
         for topic in topics:
             # Asked by name: a listing of all topics silently leaves out those the user may not describe.
             found = consumer.list_topics(topic, timeout=PREFLIGHT_S).topics.get(topic)
             code = None if found is None or found.error is None else found.error.code()
             if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
                 raise AuthorizationDenied(f"user {user!r} is not allowed to describe or read topic {topic!r} "
-                                     f"(add an ACL allowing read, then `kraftform apply`)")
+                                          f"(add an ACL allowing read, then `kraftform apply`)")
             if found is None or code is not None:
                 raise UsageError(f"topic {topic!r} does not exist on {connection.bootstrap}: apply the specs "
-                                     f"before starting consumers (a Kafka source fails at once on a missing topic)")
+                                 f"before starting consumers (a Kafka source fails at once on a missing topic)")
         consumer.assign([TopicPartition(t, 0, -1) for t in topics])  # -1: the end; nothing is read
         quiet_until = min(deadline, time.monotonic() + QUIET_S)
         while time.monotonic() < quiet_until:
@@ -79,14 +79,14 @@ def _raise_access_error(errors: list[KafkaError], user: str, connection: Connect
     for error in errors:
         if is_auth_error(error):
             raise AuthenticationFailed(f"user {user!r} cannot log in to {connection.bootstrap}: {error.str()} "
-                                 f"(check the password its spec names)")
+                                       f"(check the password its spec names)")
     cause = decisive_cause(errors, connection)
     if cause is not None:
         raise ConnectionFailed(f"cannot reach {connection.bootstrap} as {user!r}: {cause}")
     for error in errors:
         if error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
             raise AuthorizationDenied(f"user {user!r} is not allowed to read topic(s) {', '.join(topics)}: "
-                                 f"{error.str()} (add an ACL allowing read, then `kraftform apply`)")
+                                      f"{error.str()} (add an ACL allowing read, then `kraftform apply`)")
         if error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
             raise AuthorizationDenied(f"user {user!r} is not allowed to use consumer group {group}: {error.str()}")
     errors.clear()
@@ -124,7 +124,7 @@ def produce_paced(connection: Connection, records: Iterable[tuple[str, str | Non
         if failures or cause:
             producer.purge()  # what is still queued would only wait out its delivery timeout
             raise KafkaRequestFailed(f"producing to {connection.bootstrap} failed: "
-                                 f"{cause or failures[0].str()}")
+                                     f"{cause or failures[0].str()}")
 
     started = time.monotonic()
     sent = 0

@@ -34,7 +34,7 @@ def describe_quotas(client: Any) -> dict[QuotaEntity, dict[str, float]]:
     response = _send(client, DescribeClientQuotasRequest(components=[], strict=False))
     if response.error_code:
         raise KafkaRequestFailed(f"DescribeClientQuotas failed: {for_code(response.error_code).__name__}: "
-                             f"{response.error_message}")
+                                 f"{response.error_message}")
     return {_entity(e.entity): {v.key: float(v.value) for v in e.values} for e in response.entries or ()}
 
 

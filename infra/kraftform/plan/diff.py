@@ -26,7 +26,7 @@ from kraftform.plan.changes import (
 from kraftform.plan.placement import describe, reassign
 from kraftform.plan.render import listed
 from kraftform.plan.state import ClusterState, TopicState
-from kraftform.spec.model import AclBinding, QuotaEntity
+from kraftform.spec.model import DEFAULT_ENTITY, AclBinding, QuotaEntity
 from kraftform.units import human_bytes, human_duration_ms
 
 #: Retention-like keys where a smaller value deletes existing data; -1 (and -2 for local.*) mean "no limit".
@@ -148,16 +148,16 @@ def _may_have_clients(user: str, current: ClusterState) -> bool:
 
 
 def _new_acl(b: AclBinding, current: ClusterState) -> Change:
-    if b.permission != "deny":
-        return Change(Action.CREATE, Kind.ACL, b.principal, Safety.SAFE, "new grant", b.grant(), payload=b)
     user = b.principal.partition(":")[2]
-    if _may_have_clients(user, current):
-        return Change(Action.CREATE, Kind.ACL, b.principal, Safety.DISRUPTIVE,
-                      "new deny rule on a principal that may have running clients: their matching requests "
-                      "start failing", b.grant(), payload=b)
-    return Change(Action.CREATE, Kind.ACL, b.principal, Safety.SAFE,
-                  f"new deny rule; user {user!r} does not exist yet, so no running client is refused", b.grant(),
-                  payload=b)
+    if b.permission != "deny":
+        safety, reason = Safety.SAFE, "new grant"
+    elif _may_have_clients(user, current):
+        safety, reason = Safety.DISRUPTIVE, ("new deny rule on a principal that may have running clients: their "
+                                             "matching requests start failing")
+    else:
+        safety, reason = Safety.SAFE, (f"new deny rule; user {user!r} does not exist yet, so no running client "
+                                       f"is refused")
+    return Change(Action.CREATE, Kind.ACL, b.principal, safety, reason, b.grant(), payload=b)
 
 
 def _acls(current: ClusterState, desired: ClusterState, owns: Ownership) -> list[Change]:
@@ -182,7 +182,7 @@ def _new_limit(entity: QuotaEntity, key: str, current: ClusterState, desired: Cl
     """A limit where there was none throttles only clients that exist and fall under it: say which."""
     if entity.client_id is not None:
         return Safety.DISRUPTIVE, "new limit: running clients with this client id and above it are throttled"
-    if entity.user != "<default>":
+    if entity.user != DEFAULT_ENTITY:
         assert entity.user is not None
         if _may_have_clients(entity.user, current):
             return Safety.DISRUPTIVE, "new limit on an existing principal: its clients above it are throttled"

@@ -59,6 +59,7 @@ from kraftform.versions import KAFKA_VERSION
 from kraftform.waiting import poll, until
 
 OBSERVATION_TTL_S = 5.0
+FIRST_READ_S = 180.0
 _observations: dict[str, tuple[float, ClusterState]] = {}
 
 
@@ -79,13 +80,19 @@ def connection_of(props: dict[str, Any]) -> Iterator[Connection]:
                          c.get("password"), ca_path)
 
 
-def observed(connection: Connection, fresh: bool = False, wait_s: float = 180.0) -> ClusterState:
-    """The cluster, read in bulk at most once per OBSERVATION_TTL_S for all resources of this process.
-    A cluster the same `pulumi up` is still starting gets `wait_s` to answer."""
+def _read(connection: Connection, what: str, topics_only: list[str] | None = None,
+          admin: Admin | None = None) -> ClusterState:
+    """One observation; a cluster the same `pulumi up` is still starting gets FIRST_READ_S to answer."""
+    return poll(f"reading {what} at {connection.bootstrap}", FIRST_READ_S,
+                lambda: observe(connection, topics_only, admin).state, interval=2.0, retry_on=(KraftformError,),
+                error=ConnectionFailed)
+
+
+def observed(connection: Connection, fresh: bool = False) -> ClusterState:
+    """The cluster, read in bulk at most once per OBSERVATION_TTL_S for all resources of this process."""
     cached = _observations.get(connection.bootstrap)
     if fresh or cached is None or time.monotonic() - cached[0] > OBSERVATION_TTL_S:
-        state = poll(f"reading the cluster at {connection.bootstrap}", wait_s, lambda: observe(connection).state,
-                     interval=2.0, retry_on=(KraftformError,), error=ConnectionFailed)
+        state = _read(connection, "the cluster")
         cached = (time.monotonic(), state)
         _observations[connection.bootstrap] = cached
     return cached[1]
@@ -105,9 +112,7 @@ def _scoped(topic: TopicSpec) -> SpecSet:
 def _own_topic(connection: Connection, name: str, admin: Admin | None = None) -> ClusterState:
     """This topic and the brokers, read in a fixed number of requests however many topics the cluster holds:
     N topic resources in one `pulumi up` cost N times that, not N whole-cluster reads."""
-    return poll(f"reading topic {name!r} at {connection.bootstrap}", 180.0,
-                lambda: observe(connection, [name], admin).state, interval=2.0, retry_on=(KraftformError,),
-                error=ConnectionFailed)
+    return _read(connection, f"topic {name!r}", [name], admin)
 
 
 class TopicProvider(ResourceProvider):

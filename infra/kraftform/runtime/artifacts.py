@@ -68,7 +68,7 @@ def _resolve(home: Path, artifacts: tuple[tuple[str, str, str], ...], what: str,
         return home
     if shutil.which("mvn") is None:
         raise EnvironmentMissing(f"Maven (`mvn`) is needed to fetch {what} from Maven Central; install it "
-                             "(apt-get install maven)")
+                                 "(apt-get install maven)")
     staging = home.with_name(home.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "libs").mkdir(parents=True)

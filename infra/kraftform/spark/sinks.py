@@ -72,8 +72,8 @@ class TransactionalKafkaSink:
                 consumer.close()
         except KafkaException as exc:
             raise AuthorizationDenied(f"the exactly-once Kafka sink cannot start as {self.connection.username!r} "
-                                 f"(transactional id {self.transactional_id!r}, group {self.marker_group!r}): "
-                                 f"{exc.args[0].str()}") from None
+                                      f"(transactional id {self.transactional_id!r}, group {self.marker_group!r}): "
+                                      f"{exc.args[0].str()}") from None
         mine = committed.offset >= 0 and committed.metadata == self.run_id
         self._next_batch = committed.offset if mine else 0
         if mine:

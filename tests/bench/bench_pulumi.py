@@ -29,12 +29,11 @@ import yaml
 from kraftform.kafka import admin as admin_module
 from kraftform.kafka.connect import read_connection
 from kraftform.pulumi.providers import TopicProvider
-from kraftform.runtime import get_runtime
-from kraftform.runtime.deployment import STATE_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from tests.bench.bench_reconcile import CLUSTER  # noqa: E402
+from tests.bench.clusters import bench_cluster  # noqa: E402
 from tests.integration.pulumi.engine import ProviderHost  # noqa: E402
 
 CONCURRENCY = 4  # what the dynamic provider host serves at once
@@ -104,11 +103,8 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="kfbench-pulumi-"))
     state_dir = args.state_dir or work / "cluster"
-    runtime = get_runtime("local", state_dir)
-    started_here = not (state_dir / STATE_FILE).is_file()
-    runtime.up(CLUSTER, timeout=300)
     n = args.topics
-    try:
+    with bench_cluster(CLUSTER, state_dir):
         host_s = through_host(state_dir, [f"host.t{i:05d}" for i in range(n)])
         print(f"provider host: {n} topics in {host_s:.1f} s ({CONCURRENCY} calls at a time)", flush=True)
         direct_s, requests = counted_in_process(state_dir, [f"direct.t{i:05d}" for i in range(n)])
@@ -120,9 +116,6 @@ def main() -> None:
         print(f"\n| topics | provider host s | in-process s | Admin requests | per topic | kraftform apply s "
               f"| host / apply |\n| --- | --- | --- | --- | --- | --- | --- |\n| {n} | {host_s:.1f} | {direct_s:.1f} "
               f"| {total} | {total / n:.1f} | {apply_s:.1f} | {host_s / apply_s:.1f}x |")
-    finally:
-        if started_here:
-            runtime.down(purge=True)
 
 
 if __name__ == "__main__":

@@ -29,9 +29,11 @@ from confluent_kafka.admin import ConfigResource, ResourceType
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.connect import read_connection
 from kraftform.kafka.health import poll_health
-from kraftform.runtime import get_runtime
-from kraftform.runtime.deployment import STATE_FILE, admin_config
+from kraftform.runtime.deployment import admin_config
 from kraftform.spec.model import ClusterDefaults, ClusterSpec, ManagedScope, Security
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere
+from tests.bench.clusters import bench_cluster
 
 CLUSTER = ClusterSpec(name="kfbench", brokers=3, kafka_version="4.3.1", controllers=3, racks=("a", "b", "c"),
                       defaults=ClusterDefaults(1, 3, 2), security=Security(),
@@ -103,11 +105,8 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="kfbench-"))
     state_dir = args.state_dir or work / "cluster"
-    runtime = get_runtime("local", state_dir)
-    started_here = not (state_dir / STATE_FILE).is_file()
-    runtime.up(CLUSTER, timeout=300)
     rows = []
-    try:
+    with bench_cluster(CLUSTER, state_dir):
         for size in args.sizes:
             specs = work / f"specs-{size}"
             write_specs(specs, size)
@@ -124,9 +123,6 @@ def main() -> None:
             print(f"{size} topics: apply {apply_s:.1f} s; no-op plan {plan_s:.2f} s, {requests} "
                       f"requests, observe {observe_s:.2f} s, peak {kib // 1024} MiB; one DescribeConfigs per "
                       f"topic {naive_s:.2f} s, {naive_requests} requests", flush=True)
-    finally:
-        if started_here:
-            runtime.down(purge=True)
     print("\n| topics (+ ACLs) | apply s | no-op plan s | plan requests | observe s "
           "| plan peak MiB | one-per-topic read s | its requests | read time ratio | request ratio |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")

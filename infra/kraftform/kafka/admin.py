@@ -101,6 +101,7 @@ class Admin:
         self.connection = connection
         self.requests = requests if requests is not None else Requests()
         self.errors: list[KafkaError] = []
+        self._answered = False
         conf: dict[str, Any] = {**connection.librdkafka(), "error_cb": self.errors.append}
         self.client = AdminClient(conf)
 
@@ -114,14 +115,19 @@ class Admin:
         return self._waiting(what, timeout, lambda: future.result(timeout=ROUND_S))
 
     def _waiting(self, what: str, timeout: float, attempt: Callable[[], T]) -> T:
-        # A client used for several requests must not fail one on what an earlier one saw (a broker restarting
-        # then, a transport error since healed); refused credentials stay refused, so those are kept.
+        # A client that has had an answer must not fail a later request on what came before it (a broker
+        # restarting then, a transport error since healed); refused credentials stay refused, so those are kept.
+        # Until its first answer everything it saw is kept: librdkafka reports "all brokers down" once, and
+        # often before the first wait starts.
         self.client.poll(0)
-        self.errors[:] = [e for e in self.errors if is_auth_error(e)]
+        if self._answered:
+            self.errors[:] = [e for e in self.errors if is_auth_error(e)]
         deadline = time.monotonic() + timeout
         while True:
             try:
-                return attempt()
+                result = attempt()
+                self._answered = True
+                return result
             except KafkaException as exc:
                 # A round that timed out, or a broker not reached yet, is the wait going on, not its end.
                 retryable = exc.args[0].code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT)

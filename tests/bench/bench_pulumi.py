@@ -1,13 +1,13 @@
-"""Benchmark, not a test: the Pulumi topic provider creating N topics, against `kraftform apply` of the same.
+"""Benchmark, not a test: the Pulumi topic set creating N topics, against `kraftform apply` of the same.
 
     python tests/bench/bench_pulumi.py [--topics 1000] [--state-dir DIR]
 
 Starts a secure 3+3 local cluster (or reuses --state-dir), then:
 1. creates N topics through Pulumi's provider host, started as the engine's launcher starts it
-   (tests/integration/pulumi/engine.py) and called concurrently as the engine calls it (the dynamic provider
-   host serves 4 calls at a time: `max_workers=4` in pulumi/dynamic/__main__.py); wall time;
-2. creates another N topics by calling the same provider in this process with the same concurrency, counting
-   every Admin request each call sends (the provider host's requests cannot be seen from outside);
+   (tests/integration/pulumi/engine.py), with the engine's calls: Check, Create; then the next `pulumi up`
+   with the same specs (Check, Diff: no change) and one with a topic more (Check, Diff, Update); wall times;
+2. creates another N topics by calling the same provider in this process, counting every Admin request each
+   call sends (the provider host's requests cannot be seen from outside);
 3. creates another N topics with `kraftform apply`, wall time and the requests it reports.
 """
 
@@ -20,15 +20,16 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pulumi.runtime import proto
 
 from kraftform.kafka import admin as admin_module
 from kraftform.kafka.connect import read_connection
-from kraftform.pulumi.providers import TopicProvider
+from kraftform.pulumi.topics import TopicSetProvider
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -36,29 +37,57 @@ from tests.bench.bench_reconcile import CLUSTER  # noqa: E402
 from tests.bench.clusters import bench_cluster  # noqa: E402
 from tests.integration.pulumi.engine import ProviderHost  # noqa: E402
 
-CONCURRENCY = 4  # what the dynamic provider host serves at once
+
+def topic() -> dict[str, Any]:
+    return {"partitions": 1, "replication_factor": 3, "config": {"retention.ms": "86400000"}}
 
 
-def props(state_dir: Path, name: str) -> dict[str, Any]:
+def props(state_dir: Path, names: list[str]) -> dict[str, Any]:
     c = read_connection(state_dir / "admin.properties")
     return {"connection": {"bootstrap": c.bootstrap, "protocol": c.protocol, "mechanism": c.mechanism,
                            "username": c.username, "password": c.password, "ca_path": c.ca_path},
-            "name": name, "partitions": 1, "replication_factor": 3, "config": {"retention.ms": "86400000"}}
+            "protect": False, "topics": {n: topic() for n in names}}
 
 
-def through_host(state_dir: Path, names: list[str]) -> float:
+def timed(work: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.monotonic()
+    result = work()
+    return time.monotonic() - started, result
+
+
+def through_host(state_dir: Path, names: list[str]) -> tuple[float, float, float]:
+    """Seconds for the first `pulumi up` (Check, Create), a no-op one (Check, Diff) and one adding a topic."""
     host = ProviderHost(REPO, Path(tempfile.mkdtemp(prefix="kfbench-host-")))
+    provider, wanted = TopicSetProvider(), props(state_dir, names)
     try:
-        started = time.monotonic()
-        with ThreadPoolExecutor(CONCURRENCY) as pool:
-            list(pool.map(lambda n: host.create(TopicProvider(), n, props(state_dir, n)), names))
-        return time.monotonic() - started
+        def first() -> tuple[str, dict[str, Any], dict[str, Any]]:
+            inputs, failures = host.check(provider, "topics", {}, wanted)
+            assert failures == [], failures
+            return (*host.create(provider, "topics", inputs), inputs)
+
+        create_s, (id_, outputs, inputs) = timed(first)
+
+        def again() -> Any:
+            same, _ = host.check(provider, "topics", inputs, wanted)
+            return host.diff(provider, "topics", id_, outputs, same).changes
+
+        noop_s, changes = timed(again)
+        assert changes == proto.DiffResponse.DIFF_NONE
+
+        def one_more() -> Any:
+            more, _ = host.check(provider, "topics", inputs, {**wanted, "topics": {
+                **wanted["topics"], f"{names[0]}.more": topic()}})
+            assert host.diff(provider, "topics", id_, outputs, more).changes == proto.DiffResponse.DIFF_SOME
+            return host.update(provider, "topics", id_, outputs, more)
+
+        grow_s, _ = timed(one_more)
+        return create_s, noop_s, grow_s
     finally:
         host.close()
 
 
 def counted_in_process(state_dir: Path, names: list[str]) -> tuple[float, Counter[str]]:
-    """The same calls in this process, every Admin's request counter kept (benchmark instrumentation only)."""
+    """The same Create in this process, every Admin's request counter kept (benchmark instrumentation only)."""
     counters: list[Counter[str]] = []
     original = admin_module.Admin.__init__
 
@@ -68,10 +97,7 @@ def counted_in_process(state_dir: Path, names: list[str]) -> tuple[float, Counte
 
     admin_module.Admin.__init__ = keep  # type: ignore[method-assign]
     try:
-        started = time.monotonic()
-        with ThreadPoolExecutor(CONCURRENCY) as pool:
-            list(pool.map(lambda n: TopicProvider().create(props(state_dir, n)), names))
-        took = time.monotonic() - started
+        took, _ = timed(lambda: TopicSetProvider().create(props(state_dir, names)))
     finally:
         admin_module.Admin.__init__ = original  # type: ignore[method-assign]
     return took, sum(counters, Counter())
@@ -105,17 +131,19 @@ def main() -> None:
     state_dir = args.state_dir or work / "cluster"
     n = args.topics
     with bench_cluster(CLUSTER, state_dir):
-        host_s = through_host(state_dir, [f"host.t{i:05d}" for i in range(n)])
-        print(f"provider host: {n} topics in {host_s:.1f} s ({CONCURRENCY} calls at a time)", flush=True)
+        host_s, noop_s, grow_s = through_host(state_dir, [f"host.t{i:05d}" for i in range(n)])
+        print(f"provider host: {n} topics created in {host_s:.1f} s; the next `pulumi up` with the same specs "
+              f"(Check, Diff) {noop_s:.2f} s; one topic more (Check, Diff, Update) {grow_s:.1f} s", flush=True)
         direct_s, requests = counted_in_process(state_dir, [f"direct.t{i:05d}" for i in range(n)])
-        print(f"provider in process: {n} topics in {direct_s:.1f} s, {sum(requests.values())} Admin requests "
-              f"({sum(requests.values()) / n:.1f} per topic): {dict(sorted(requests.items()))}", flush=True)
+        total = sum(requests.values())
+        print(f"provider in process: {n} topics in {direct_s:.1f} s, {total} Admin requests: "
+              f"{dict(sorted(requests.items()))}", flush=True)
         apply_s, apply_requests = with_apply(state_dir, [f"apply.t{i:05d}" for i in range(n)], work)
         print(f"kraftform apply: {n} topics in {apply_s:.1f} s (its first read: {apply_requests})", flush=True)
-        total = sum(requests.values())
-        print(f"\n| topics | provider host s | in-process s | Admin requests | per topic | kraftform apply s "
-              f"| host / apply |\n| --- | --- | --- | --- | --- | --- | --- |\n| {n} | {host_s:.1f} | {direct_s:.1f} "
-              f"| {total} | {total / n:.1f} | {apply_s:.1f} | {host_s / apply_s:.1f}x |")
+        print(f"\n| topics | provider host s | no-op up s | +1 topic s | in-process s | Admin requests "
+              f"| kraftform apply s | host / apply |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n"
+              f"| {n} | {host_s:.1f} | {noop_s:.2f} | {grow_s:.1f} | {direct_s:.1f} | {total} | {apply_s:.1f} "
+              f"| {host_s / apply_s:.1f}x |")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ from kraftform.spec.model import AclBinding
 
 #: Topics per DescribeConfigs request: large enough to keep requests few, small enough for any broker.
 CONFIG_BATCH = 1000
+#: Up to this many named topics are read one Metadata request each; more are read in one whole-cluster request.
+SINGLE_TOPIC_READS = 4
 
 #: Kafka's ACL resource and pattern types <-> kraftform's names (apply uses the inverse).
 RESOURCE_TYPES = {ResourceType.TOPIC: "topic", ResourceType.GROUP: "group", ResourceType.BROKER: "cluster",
@@ -52,10 +54,15 @@ class Observation:
 
 
 def _topics(admin: Admin, only: Collection[str] | None) -> tuple[dict[str, TopicState], dict[str, str]]:
-    found = [admin.metadata().topics] if only is None else [admin.metadata(topic=n).topics for n in sorted(only)]
+    # Metadata names one topic or all of them: a few topics are read one request each, more in one request.
+    wanted = None if only is None else set(only)
+    if wanted is not None and len(wanted) <= SINGLE_TOPIC_READS:
+        found = [admin.metadata(topic=n).topics for n in sorted(wanted)]
+    else:
+        found = [admin.metadata().topics]
     shapes: dict[str, tuple[int, int, tuple[tuple[int, ...], ...]]] = {}
     for name, topic in ((n, t) for metadata in found for n, t in metadata.items()):
-        if topic.error is not None:
+        if topic.error is not None or (wanted is not None and name not in wanted):
             continue
         assignment = tuple(tuple(topic.partitions[p].replicas) for p in sorted(topic.partitions))
         # During a reassignment a partition lists old and new replicas; the usual count is the factor.

@@ -18,7 +18,8 @@ from kraftform.kafka.credentials import passwords, require_password
 from kraftform.plan.live import declared_principals
 from kraftform.pulumi.cluster import KafkaCluster
 from kraftform.pulumi.policy import SPECS_TYPE
-from kraftform.pulumi.providers import Access, Topic, access_props
+from kraftform.pulumi.providers import Access, access_props
+from kraftform.pulumi.topics import Topics
 from kraftform.spec.loader import load_specs
 from kraftform.spec.model import DEFAULT_ENTITY, SpecSet, UserSpec
 
@@ -37,8 +38,8 @@ class StackConfig:
     username: str | None = None
     password: pulumi.Input[str] | None = field(default=None, repr=False)
     ca_path: str | None = None
-    #: Pulumi `protect` on topics and principals: removing one from the specs then fails instead of
-    #: deleting its data or credential. Default: on in prod, off in dev (throw-away clusters).
+    #: Protection of topics and principals: removing one from the specs then fails instead of deleting its
+    #: data or credential. Default: on in prod, off in dev (throw-away clusters).
     protect: bool | None = None
 
     @property
@@ -129,8 +130,10 @@ def build(cfg: StackConfig) -> Stack:
     def under(parent: pulumi.Resource) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=parent, depends_on=depends, protect=cfg.protects)
 
-    topics = pulumi.ComponentResource("kraftform:index:Topics", "topics", {})
-    made: list[pulumi.Resource] = [Topic(t.name, t, connection, under(topics)) for t in specs.topics]
+    # One resource for every topic: applied in the CLI's batches, and it refuses to delete a topic itself
+    # while the stack protects them (Pulumi's `protect` on it guards `pulumi destroy`).
+    made: list[pulumi.Resource] = [Topics("topics", specs.topics, connection, cfg.protects, pulumi.ResourceOptions(
+        depends_on=depends, protect=cfg.protects))]
     access = pulumi.ComponentResource("kraftform:index:Access", "access", {})
     for principal in sorted(declared_principals(specs)):
         user = next((u for u in specs.users if f"User:{u.name}" == principal), None)

@@ -1,5 +1,5 @@
 """Dynamic providers: each Kafka resource in a Pulumi stack is planned and applied by kraftform's own
-planner and applier, scoped to that one resource.
+planner and applier, scoped to that one resource (the stack's topics, as one resource, are in `topics`).
 
 Pulumi pickles providers with dill into the stack state, so a provider holds no client and no secret:
 connection settings arrive as (secret) inputs, and clients are created inside each method. Observations
@@ -23,8 +23,6 @@ from typing import Any
 
 import pulumi
 from pulumi.dynamic import (
-    CheckFailure,
-    CheckResult,
     CreateResult,
     DiffResult,
     ReadResult,
@@ -34,12 +32,11 @@ from pulumi.dynamic import (
 
 from kraftform.errors import ConnectionFailed, KraftformError
 from kraftform.kafka.admin import Admin
-from kraftform.kafka.apply import Applier, ApplyOptions
+from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import check_passwords
 from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
-from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.plan.state import ClusterState
 from kraftform.spec.model import (
     DEFAULT_ENTITY,
@@ -51,12 +48,10 @@ from kraftform.spec.model import (
     QuotaSpec,
     SecretRef,
     SpecSet,
-    TopicSpec,
     UserSpec,
 )
-from kraftform.topic_configs import normalize_topic_config
 from kraftform.versions import KAFKA_VERSION
-from kraftform.waiting import poll, until
+from kraftform.waiting import poll
 
 OBSERVATION_TTL_S = 5.0
 FIRST_READ_S = 180.0
@@ -80,8 +75,8 @@ def connection_of(props: dict[str, Any]) -> Iterator[Connection]:
                          c.get("password"), ca_path)
 
 
-def _read(connection: Connection, what: str, topics_only: list[str] | None = None,
-          admin: Admin | None = None) -> ClusterState:
+def first_read(connection: Connection, what: str, topics_only: list[str] | None = None,
+               admin: Admin | None = None) -> ClusterState:
     """One observation; a cluster the same `pulumi up` is still starting gets FIRST_READ_S to answer."""
     return poll(f"reading {what} at {connection.bootstrap}", FIRST_READ_S,
                 lambda: observe(connection, topics_only, admin).state, interval=2.0, retry_on=(KraftformError,),
@@ -92,105 +87,25 @@ def observed(connection: Connection, fresh: bool = False) -> ClusterState:
     """The cluster, read in bulk at most once per OBSERVATION_TTL_S for all resources of this process."""
     cached = _observations.get(connection.bootstrap)
     if fresh or cached is None or time.monotonic() - cached[0] > OBSERVATION_TTL_S:
-        state = _read(connection, "the cluster")
+        state = first_read(connection, "the cluster")
         cached = (time.monotonic(), state)
         _observations[connection.bootstrap] = cached
     return cached[1]
 
 
-def _topic(props: dict[str, Any]) -> TopicSpec:
-    return TopicSpec(props["name"], int(props["partitions"]), int(props["replication_factor"]),
-                     {k: str(v) for k, v in (props.get("config") or {}).items()})
-
-
-def _scoped(topic: TopicSpec) -> SpecSet:
-    """A spec set declaring only this topic: the live planner then owns it and nothing else. The cluster's
-    broker count does not matter here: the topic states its replication factor."""
-    return SpecSet(ClusterSpec("pulumi", 1, KAFKA_VERSION), topics=(topic,))
-
-
-def _own_topic(connection: Connection, name: str, admin: Admin | None = None) -> ClusterState:
-    """This topic and the brokers, read in a fixed number of requests however many topics the cluster holds:
-    N topic resources in one `pulumi up` cost N times that, not N whole-cluster reads."""
-    return _read(connection, f"topic {name!r}", [name], admin)
-
-
 class TopicProvider(ResourceProvider):
-    """One topic. A partition decrease fails in `check` (so `pulumi preview` shows it as an error), never
-    as a replacement; renaming replaces, which Pulumi's `protect` option guards like any deletion."""
+    """The provider of the per-topic resources earlier versions registered, kept so stacks that hold them still
+    load (the state names this class). The topics are now one `Topics` resource that adopts them as they
+    are, so the engine deleting these old resources must not delete a topic: here it only forgets it."""
 
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        failures = []
-        config = {}
-        for key, value in (news.get("config") or {}).items():
-            try:
-                config[key] = normalize_topic_config(key, value)
-            except ValueError as exc:
-                failures.append(CheckFailure(f"config.{key}", str(exc)))
-        # The engine hands numbers over as floats (protobuf Struct): compare and print them as the integers they are.
-        old, new = int(_olds.get("partitions", 0)) if _olds else 0, int(news["partitions"])
-        if new < old:
-            failures.append(CheckFailure("partitions", (
-                f"topic {news['name']}: partitions {old} -> {new} refused: Kafka cannot decrease partitions, "
-                f"and kraftform never deletes and recreates a topic. Growing them was applied (keys remapped); "
-                f"to go back, keep {old} in the specs")))
-        return CheckResult({**news, "config": config}, failures)
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        fields = ("partitions", "replication_factor", "config")
-        changed = [f for f in fields if olds.get(f) != news.get(f)]
-        replaces = ["name"] if olds.get("name") != news.get("name") else []
-        return DiffResult(changes=bool(changed or replaces), replaces=replaces, stables=[],
-                          delete_before_replace=True)
-
-    def _reconcile(self, props: dict[str, Any]) -> dict[str, Any]:
-        """The CLI's loop scoped to this topic: plan, apply (refused changes still stop it; `pulumi up`
-        already showed the diff and asked), then observe until the topic matches."""
-        with connection_of(props) as connection:
-            specs = _scoped(_topic(props))
-            # One client for the call's reads and writes: each new one is a TLS and SCRAM exchange per broker.
-            admin = Admin(connection)
-            _own_topic(connection, specs.topics[0].name, admin)  # a cluster this `pulumi up` starts gets time
-            apply_cluster(connection, specs, plan_cluster(connection, specs, {}, topics_only=True, admin=admin),
-                          ApplyOptions(allow_destructive=True), lambda _m: None, topics_only=True, admin=admin)
-        return props
-
-    def create(self, props: dict[str, Any]) -> CreateResult:
-        return CreateResult(props["name"], self._reconcile(props))
-
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(self._reconcile(news))
+    def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
+        return DiffResult(changes=False)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        with connection_of(props) as connection:
-            state = _own_topic(connection, id_)
-        current = state.topics.get(id_)
-        if current is None:
-            return ReadResult(None, {})  # gone: Pulumi will plan to create it again
-        return ReadResult(id_, {**props, "name": id_, "partitions": current.partitions,
-                                "replication_factor": current.replication_factor, "config": dict(current.config)})
+        return ReadResult(id_, props)
 
-    def delete(self, id_: str, props: dict[str, Any]) -> None:
-        with connection_of(props) as connection:
-            admin = Admin(connection)
-            if id_ not in _own_topic(connection, id_, admin).topics:
-                return
-            plan = Plan.of([Change(Action.DELETE, Kind.TOPIC, id_, Safety.DESTRUCTIVE, "removed from the stack")])
-            Applier(connection, {}, ApplyOptions(allow_destructive=True), lambda _m: None, admin).run(plan)
-            # Brokers learn of the deletion a moment after the controller commits it.
-            until(f"topic {id_!r} to be gone from the brokers' metadata", 60.0,
-                  lambda: id_ not in observe(connection, [id_], admin).state.topics)
-
-
-class Topic(pulumi.dynamic.Resource):
-    """A topic in the stack; the connection (with its password) is kept as a secret."""
-
-    def __init__(self, name: str, topic: TopicSpec, connection: pulumi.Input[dict[str, Any]],
-                 opts: pulumi.ResourceOptions | None = None) -> None:
-        props = {"connection": pulumi.Output.secret(connection), "name": topic.name, "partitions": topic.partitions,
-                 "replication_factor": topic.replication_factor, "config": dict(topic.config)}
-        super().__init__(TopicProvider(), name, props, pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(additional_secret_outputs=["connection"])))
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        """Nothing to do: the stack's `Topics` resource manages the topic now."""
 
 
 def _access_specs(props: dict[str, Any], brokers: int) -> tuple[SpecSet, dict[str, str | None]]:

@@ -16,6 +16,7 @@ from kraftform.versions import KAFKA_VERSION
 CONFIGS = "kafka.admin.ConfigCommand"  # kafka-configs.sh
 ACLS = "org.apache.kafka.tools.AclCommand"  # kafka-acls.sh
 METADATA_QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"  # kafka-metadata-quorum.sh
+TOPICS = "org.apache.kafka.tools.TopicCommand"  # kafka-topics.sh
 
 
 def run_kafka_tool(main_class: str, args: Sequence[str], kafka_version: str = KAFKA_VERSION,

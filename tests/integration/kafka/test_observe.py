@@ -29,7 +29,12 @@ def test_a_whole_cluster_read_is_a_fixed_number_of_requests_and_a_topic_read_few
     assert whole.requests["Metadata"] == 1 and whole.requests["DescribeConfigs"] == len(whole.state.topics) // 1000 + 1
     assert sum(whole.requests.values()) == 7 + whole.requests["DescribeConfigs"]
 
-    one = observe(connection, [names[0]])  # what a Pulumi topic resource reads
+    # The stack's topic set: named topics, read in the same requests however many there are.
+    some = observe(connection, names[:30])
+    assert set(some.state.topics) == set(names[:30])
+    assert dict(some.requests) == {"DescribeCluster": 1, "Metadata": 1, "DescribeConfigs": 1}
+
+    one = observe(connection, [names[0]])
     assert set(one.state.topics) == {names[0]} and one.state.brokers == whole.state.brokers
     assert dict(one.requests) == {"DescribeCluster": 1, "Metadata": 1, "DescribeConfigs": 1}
     assert one.state.topic_defaults.get("min.insync.replicas") == whole.state.topic_defaults.get("min.insync.replicas")

@@ -19,10 +19,12 @@ from kraftform.kafka.connect import read_connection
 from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
 from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
-from kraftform.pulumi.providers import AccessProvider, TopicProvider
-from kraftform.runtime.tools import ACLS, CONFIGS, run_kafka_tool
+from kraftform.pulumi.providers import AccessProvider
+from kraftform.pulumi.topics import TopicSetProvider
+from kraftform.runtime.tools import ACLS, CONFIGS, TOPICS, run_kafka_tool
 from kraftform.spec.loader import load_specs
 from kraftform.spec.model import QuotaEntity, SecretRef, UserSpec
+from kraftform.waiting import until
 
 from ...conftest import EXAMPLE_SPECS, REPO
 from ..conftest import LiveCluster, unique
@@ -69,33 +71,49 @@ def test_cluster_secrets_are_made_once_and_a_second_run_changes_nothing(host: Pr
     assert host.diff(provider, "platform-secrets", id_, outputs, again).changes == proto.DiffResponse.DIFF_NONE
 
 
-def test_a_topic_through_the_engine_calls_and_a_decrease_refused(host: ProviderHost, local_cluster: LiveCluster
-                                                                 ) -> None:
-    provider = TopicProvider()
-    name = unique("host")
+def topic_set(cluster: LiveCluster, **topics: dict[str, Any]) -> dict[str, Any]:
+    return {"connection": connection_props(cluster), "protect": False, "topics": topics}
+
+
+def test_the_topic_set_through_the_engine_calls_and_a_decrease_refused(host: ProviderHost,
+                                                                       local_cluster: LiveCluster) -> None:
+    provider = TopicSetProvider()
+    a, b = unique("host"), unique("host")
     connection = read_connection(local_cluster.state_dir / "admin.properties")
-    props = {"connection": connection_props(local_cluster), "name": name, "partitions": 2, "replication_factor": 3,
-             "config": {"retention.ms": "1d"}}
+    props = topic_set(local_cluster, **{a: {"partitions": 2, "replication_factor": 3, "config": {"retention.ms": "1d"}},
+                                        b: {"partitions": 1, "replication_factor": 3, "config": {}}})
 
-    inputs, failures = host.check(provider, name, {}, props)
-    assert failures == [] and inputs["config"] == {"retention.ms": "86400000"}
-    id_, outputs = host.create(provider, name, inputs)
-    assert id_ == name and observe(connection).state.topics[name].partitions == 2
+    inputs, failures = host.check(provider, "topics", {}, props)
+    assert failures == [] and inputs["topics"][a]["config"] == {"retention.ms": "86400000"}
+    id_, outputs = host.create(provider, "topics", inputs)
+    topics = observe(connection).state.topics
+    assert id_ == "topics" and topics[a].partitions == 2 and topics[b].partitions == 1
     # The next `pulumi up` with the same specs: nothing to do.
-    same, _ = host.check(provider, name, inputs, props)
-    assert host.diff(provider, name, id_, outputs, same).changes == proto.DiffResponse.DIFF_NONE
+    same, _ = host.check(provider, "topics", inputs, props)
+    assert host.diff(provider, "topics", id_, outputs, same).changes == proto.DiffResponse.DIFF_NONE
 
-    grown, _ = host.check(provider, name, inputs, {**props, "partitions": 3})
-    diff = host.diff(provider, name, id_, outputs, grown)
+    grown, _ = host.check(provider, "topics", inputs, {**props, "topics": {
+        **props["topics"], a: {**props["topics"][a], "partitions": 3}}})
+    diff = host.diff(provider, "topics", id_, outputs, grown)
     assert diff.changes == proto.DiffResponse.DIFF_SOME and list(diff.replaces) == []
-    outputs = host.update(provider, name, id_, outputs, grown)
-    assert observe(connection).state.topics[name].partitions == 3
+    outputs = host.update(provider, "topics", id_, outputs, grown)
+    assert observe(connection).state.topics[a].partitions == 3
 
-    _, refused = host.check(provider, name, grown, {**props, "partitions": 1})
-    assert [p for p, _ in refused] == ["partitions"] and "cannot decrease partitions" in refused[0][1]
+    # The engine hands numbers over as floats; the refusal still reads as the user wrote the spec.
+    _, refused = host.check(provider, "topics", grown, {**props, "topics": {
+        **props["topics"], a: {**props["topics"][a], "partitions": 1}}})
+    [(prop, reason)] = refused
+    assert prop == f'topics["{a}"].partitions' and "cannot decrease partitions" in reason
+    assert f"topic {a}: partitions 3 -> 1 refused" in reason and "3.0" not in reason
 
-    host.delete(provider, name, id_, outputs)
-    assert name not in observe(connection).state.topics
+    # Protected, a topic removed from the specs is refused before anything is deleted.
+    _, refused = host.check(provider, "topics", {**grown, "protect": True}, {**props, "protect": True, "topics": {
+        a: grown["topics"][a]}})
+    assert [p for p, _ in refused] == [f'topics["{b}"]']
+
+    host.delete(provider, "topics", id_, outputs)
+    topics = observe(connection).state.topics
+    assert a not in topics and b not in topics
 
 
 def test_a_principal_through_the_engine_calls(host: ProviderHost, local_cluster: LiveCluster) -> None:
@@ -132,27 +150,32 @@ def kafka_tool_args(cluster: LiveCluster) -> list[str]:
 
 def test_refresh_shows_topic_drift_made_by_kafkas_tools_and_up_repairs_it(host: ProviderHost,
                                                                         local_cluster: LiveCluster) -> None:
-    provider = TopicProvider()
-    name = unique("drift")
-    props = {"connection": connection_props(local_cluster), "name": name, "partitions": 2, "replication_factor": 3,
-             "config": {"retention.ms": "1d"}}
-    inputs, _ = host.check(provider, name, {}, props)
-    id_, outputs = host.create(provider, name, inputs)
-    _, refreshed = host.read(provider, name, id_, outputs, inputs)
-    assert host.diff(provider, name, id_, refreshed, inputs).changes == proto.DiffResponse.DIFF_NONE
+    provider = TopicSetProvider()
+    name, deleted = unique("drift"), unique("drift")
+    props = topic_set(local_cluster, **{
+        name: {"partitions": 2, "replication_factor": 3, "config": {"retention.ms": "1d"}},
+        deleted: {"partitions": 1, "replication_factor": 3, "config": {}}})
+    inputs, _ = host.check(provider, "topics", {}, props)
+    id_, outputs = host.create(provider, "topics", inputs)
+    _, refreshed = host.read(provider, "topics", id_, outputs, inputs)
+    assert host.diff(provider, "topics", id_, refreshed, inputs).changes == proto.DiffResponse.DIFF_NONE
 
     run_kafka_tool(CONFIGS, [*kafka_tool_args(local_cluster), "--alter", "--entity-type", "topics", "--entity-name",
                              name, "--add-config", "retention.ms=60000,max.message.bytes=2000000"])
-    _, refreshed = host.read(provider, name, id_, outputs, inputs)
-    assert refreshed["config"] == {"retention.ms": "60000", "max.message.bytes": "2000000"}
-    diff = host.diff(provider, name, id_, refreshed, inputs)
+    run_kafka_tool(TOPICS, [*kafka_tool_args(local_cluster), "--delete", "--topic", deleted])
+    connection = read_connection(local_cluster.state_dir / "admin.properties")
+    until("the deletion to reach the brokers", 60.0, lambda: deleted not in observe(connection).state.topics)
+    _, refreshed = host.read(provider, "topics", id_, outputs, inputs)
+    assert refreshed["topics"] == {name: {"partitions": 2, "replication_factor": 3, "config": {
+        "retention.ms": "60000", "max.message.bytes": "2000000"}}}
+    diff = host.diff(provider, "topics", id_, refreshed, inputs)
     assert diff.changes == proto.DiffResponse.DIFF_SOME and list(diff.replaces) == []
-    outputs = host.update(provider, name, id_, refreshed, inputs)
-    assert dict(observe(read_connection(local_cluster.state_dir / "admin.properties")).state.topics[name].config) == {
-        "retention.ms": "86400000"}
-    _, refreshed = host.read(provider, name, id_, outputs, inputs)
-    assert host.diff(provider, name, id_, refreshed, inputs).changes == proto.DiffResponse.DIFF_NONE
-    host.delete(provider, name, id_, outputs)
+    outputs = host.update(provider, "topics", id_, refreshed, inputs)
+    topics = observe(connection).state.topics
+    assert dict(topics[name].config) == {"retention.ms": "86400000"} and topics[deleted].partitions == 1
+    _, refreshed = host.read(provider, "topics", id_, outputs, inputs)
+    assert host.diff(provider, "topics", id_, refreshed, inputs).changes == proto.DiffResponse.DIFF_NONE
+    host.delete(provider, "topics", id_, outputs)
 
 
 def test_refresh_shows_access_drift_made_by_kafkas_tools_and_up_repairs_it(host: ProviderHost,
@@ -200,30 +223,17 @@ def test_refresh_shows_access_drift_made_by_kafkas_tools_and_up_repairs_it(host:
     host.delete(provider, principal, id_, outputs)
 
 
-def test_a_decrease_is_refused_with_whole_numbers_and_the_way_back(host: ProviderHost,
-                                                                    local_cluster: LiveCluster) -> None:
-    """The engine sends numbers as floats; the message must still read as the user wrote the spec."""
-    name = unique("floats")
-    props = {"connection": connection_props(local_cluster), "name": name, "partitions": 9, "replication_factor": 3,
-             "config": {}}
-    _, refused = host.check(TopicProvider(), name, props, {**props, "partitions": 4})
-    [(prop, reason)] = refused
-    assert prop == "partitions" and f"topic {name}: partitions 9 -> 4 refused" in reason
-    assert "9.0" not in reason and "keep 9 in the specs" in reason
-
-
 def test_a_stack_made_clusters_ca_leaves_no_file_behind(host: ProviderHost, local_cluster: LiveCluster) -> None:
     """A cluster made by the stack hands its CA as PEM text (`ca_pem`); librdkafka needs a file, which must not
     outlive the call (it did: /tmp/kraftform-ca-<hash>.pem stayed after `pulumi destroy`)."""
-    provider = TopicProvider()
+    provider = TopicSetProvider()
     name = unique("capem")
-    connection = connection_props(local_cluster)
-    ca_pem = Path(connection.pop("ca_path")).read_text()
-    props = {"connection": {**connection, "ca_pem": ca_pem}, "name": name, "partitions": 1,
-             "replication_factor": 3, "config": {}}
-    inputs, _ = host.check(provider, name, {}, props)
-    id_, outputs = host.create(provider, name, inputs)
-    host.read(provider, name, id_, outputs, inputs)
-    host.delete(provider, name, id_, outputs)
+    props = topic_set(local_cluster, **{name: {"partitions": 1, "replication_factor": 3, "config": {}}})
+    connection = props["connection"]
+    props["connection"] = {**connection, "ca_pem": Path(connection.pop("ca_path")).read_text()}
+    inputs, _ = host.check(provider, "topics", {}, props)
+    id_, outputs = host.create(provider, "topics", inputs)
+    host.read(provider, "topics", id_, outputs, inputs)
+    host.delete(provider, "topics", id_, outputs)
     assert name not in observe(read_connection(local_cluster.state_dir / "admin.properties")).state.topics
     assert list(host.tmpdir.iterdir()) == []

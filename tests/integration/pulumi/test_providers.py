@@ -13,6 +13,7 @@ from kraftform.kafka.connect import read_connection
 from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
 from kraftform.pulumi.providers import AccessProvider, TopicProvider
+from kraftform.pulumi.topics import TopicSetProvider
 from kraftform.spec.model import QuotaEntity, SecretRef, UserSpec
 
 from ..conftest import LiveCluster, unique
@@ -20,10 +21,10 @@ from ..conftest import LiveCluster, unique
 pytestmark = pytest.mark.integration
 
 
-def as_pulumi_would(provider: TopicProvider) -> TopicProvider:
+def as_pulumi_would(provider: TopicSetProvider) -> TopicSetProvider:
     """Serialized into the state the way the Pulumi SDK does it, then loaded back."""
     restored = dill.loads(base64.b64decode(serialize_provider(provider)))
-    assert isinstance(restored, TopicProvider)
+    assert isinstance(restored, TopicSetProvider)
     return restored
 
 
@@ -33,47 +34,58 @@ def connection_props(cluster: LiveCluster) -> dict[str, Any]:
             "password": c.password, "ca_path": c.ca_path}
 
 
-def test_topic_provider_checks_creates_updates_reads_and_deletes(local_cluster: LiveCluster) -> None:
-    provider = as_pulumi_would(TopicProvider())
-    name = unique("pulumi")
+def test_the_topic_set_creates_grows_configures_removes_reads_and_deletes(local_cluster: LiveCluster) -> None:
+    provider = as_pulumi_would(TopicSetProvider())
+    a, b = unique("pulumi"), unique("pulumi")
     connection = read_connection(local_cluster.state_dir / "admin.properties")
-    props = {"connection": connection_props(local_cluster), "name": name, "partitions": 2, "replication_factor": 3,
-             "config": {"retention.ms": "1d"}}
+    props: dict[str, Any] = {"connection": connection_props(local_cluster), "protect": False, "topics": {
+        a: {"partitions": 2, "replication_factor": 3, "config": {"retention.ms": "1d"}},
+        b: {"partitions": 1, "replication_factor": 3, "config": {}}}}
 
     checked = provider.check({}, props)
-    assert checked.failures == [] and checked.inputs["config"] == {"retention.ms": "86400000"}
+    assert checked.failures == [] and checked.inputs["topics"][a]["config"] == {"retention.ms": "86400000"}
     created = provider.create(checked.inputs)
-    assert created.id == name
-    topic = observe(connection).state.topics[name]
-    assert (topic.partitions, topic.replication_factor, dict(topic.config)) == (2, 3, {"retention.ms": "86400000"})
+    assert created.id == "topics"
+    topics = observe(connection).state.topics
+    assert (topics[a].partitions, topics[a].replication_factor, dict(topics[a].config)) == (
+        2, 3, {"retention.ms": "86400000"})
+    assert topics[b].partitions == 1
 
-    grown = provider.check(checked.inputs, {**props, "partitions": 4, "config": {"cleanup.policy": "compact"}})
+    # a grows and changes its config; b leaves the specs (not protected: it is deleted).
+    grown = provider.check(checked.inputs, {**props, "topics": {
+        a: {"partitions": 4, "replication_factor": 3, "config": {"cleanup.policy": "compact"}}}})
     assert grown.failures == []
-    diff = provider.diff(name, checked.inputs, grown.inputs)
+    diff = provider.diff("topics", checked.inputs, grown.inputs)
     assert diff.changes and diff.replaces == []
-    provider.update(name, checked.inputs, grown.inputs)
-    topic = observe(connection).state.topics[name]
-    assert (topic.partitions, dict(topic.config)) == (4, {"cleanup.policy": "compact"})
+    provider.update("topics", checked.inputs, grown.inputs)
+    topics = observe(connection).state.topics
+    assert (topics[a].partitions, dict(topics[a].config)) == (4, {"cleanup.policy": "compact"}) and b not in topics
 
-    shrink = provider.check(grown.inputs, {**props, "partitions": 3})
-    assert [f.property for f in shrink.failures] == ["partitions"]
-    assert "cannot decrease partitions" in shrink.failures[0].reason
-    assert observe(connection).state.topics[name].partitions == 4
+    read = provider.read("topics", grown.inputs)
+    assert read.outs is not None and read.outs["topics"] == {
+        a: {"partitions": 4, "replication_factor": 3, "config": {"cleanup.policy": "compact"}}}
 
-    read = provider.read(name, grown.inputs)
-    assert read.outs is not None
-    assert read.id == name and read.outs["partitions"] == 4 and read.outs["config"] == {"cleanup.policy": "compact"}
-
-    provider.delete(name, grown.inputs)
-    assert name not in observe(connection).state.topics
-    assert provider.read(name, grown.inputs).id is None
+    provider.delete("topics", grown.inputs)
+    assert a not in observe(connection).state.topics
+    gone = provider.read("topics", grown.inputs)
+    assert gone.outs is not None and gone.outs["topics"] == {}  # the next `pulumi up` creates it again
 
 
-def test_a_bad_config_key_fails_the_check_with_the_property(local_cluster: LiveCluster) -> None:
-    result = TopicProvider().check({}, {"connection": connection_props(local_cluster), "name": unique("pulumi"),
-                                        "partitions": 1, "replication_factor": 3, "config": {"retention.mss": 1}})
-    assert [f.property for f in result.failures] == ["config.retention.mss"]
-    assert "retention.ms" in result.failures[0].reason  # the suggestion
+def test_a_stack_from_before_the_topic_set_forgets_its_topic_resources_without_deleting_them(
+        local_cluster: LiveCluster) -> None:
+    """Stacks made by earlier versions hold one resource per topic, whose provider the state names; moving
+    to the topic set, the engine deletes those resources, and that must leave the topics in place."""
+    legacy = dill.loads(base64.b64decode(serialize_provider(TopicProvider())))
+    name = unique("legacy")
+    props = {"connection": connection_props(local_cluster), "protect": False,
+             "topics": {name: {"partitions": 1, "replication_factor": 3, "config": {}}}}
+    TopicSetProvider().create(props)
+    old = {"connection": props["connection"], "name": name, "partitions": 1, "replication_factor": 3, "config": {}}
+    assert not legacy.diff(name, old, old).changes
+    legacy.delete(name, old)
+    connection = read_connection(local_cluster.state_dir / "admin.properties")
+    assert name in observe(connection).state.topics
+    TopicSetProvider().delete("topics", props)
 
 
 def test_access_provider_manages_a_principals_user_acls_and_quotas(local_cluster: LiveCluster) -> None:

@@ -76,15 +76,19 @@ def test_every_listener_is_tls_and_the_files_come_from_the_container_specs(
 
 
 @pulumi_test
-def test_one_topic_resource_per_topic_and_the_outputs_users_need(
+def test_one_resource_holds_every_topic_and_the_outputs_users_need(
         stack: tuple[Mocks, dict[str, Any]]) -> Any:
     mocks, outputs = stack
     specs = load_specs(EXAMPLE_SPECS)
 
     def check(values: list[Any]) -> None:
-        names = {t.name for t in specs.topics}
-        topics = [r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name in names]
-        assert len(topics) == len(specs.topics) == 16
+        [topics] = [r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name == "topics"]
+        assert len(specs.topics) == 16 and set(topics.inputs["topics"]) == {t.name for t in specs.topics}
+        transactions = topics.inputs["topics"]["payments.transactions.v1"]
+        spec = next(t for t in specs.topics if t.name == "payments.transactions.v1")
+        assert (transactions["partitions"], transactions["replication_factor"], transactions["config"]) == (
+            spec.partitions, spec.replication_factor, dict(spec.config))
+        assert topics.inputs["protect"] is False  # dev: throw-away clusters
         assert values[0] == "localhost:19092,localhost:19093,localhost:19094"
         assert values[1].startswith("-----BEGIN CERTIFICATE-----")
         assert set(values[2]) == set(specs.profiles)
@@ -166,7 +170,7 @@ def test_kafka_resources_wait_for_every_container(stack: tuple[Mocks, dict[str, 
         assert MONITOR is not None
         containers = {c.name for c in mocks.of_type("docker:index/container:Container")}
         kafka = [r.name for r in mocks.of_type("pulumi-python:dynamic:Resource") if not r.name.endswith("-secrets")]
-        assert len(kafka) == 16 + 7
+        assert len(kafka) == 1 + 7  # the topics, and one resource per principal
         for name in kafka:
             waits_for = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies[name]}
             assert containers <= waits_for, name

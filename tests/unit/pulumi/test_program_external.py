@@ -44,8 +44,9 @@ def test_an_external_cluster_gets_no_containers_and_its_own_address(stack: tuple
         assert not [r for r in mocks.resources if r.typ.startswith("docker:")]
         assert values[0] == BOOTSTRAP
         assert values[1] == CA
-        topic = next(r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name == "payments.transactions.v1")
-        connection = topic.inputs["connection"]  # a secret as a whole: the admin password is inside
+        topics = next(r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name == "topics")
+        assert "payments.transactions.v1" in topics.inputs["topics"]
+        connection = topics.inputs["connection"]  # a secret as a whole: the admin password is inside
         assert connection[SECRET_SIG] == SECRET_VALUE
         assert connection["value"]["bootstrap"] == BOOTSTRAP
         assert connection["value"]["username"] == "kraftform-admin"
@@ -60,8 +61,10 @@ def test_prod_topics_and_principals_are_protected(stack: tuple[Mocks, dict[str, 
     def check(_: Any) -> None:
         assert MONITOR is not None
         kafka = [r.name for r in mocks.of_type("pulumi-python:dynamic:Resource")]
-        assert len(kafka) == 16 + 7
+        assert len(kafka) == 1 + 7  # the topics, and one resource per principal
         assert all(MONITOR.protected[name] for name in kafka)
+        [topics] = [r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name == "topics"]
+        assert topics.inputs["protect"] is True  # the provider refuses to delete a topic removed from the specs
 
     return pulumi.Output.all(*outputs.values()).apply(check)
 

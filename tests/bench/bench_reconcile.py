@@ -26,11 +26,12 @@ from pathlib import Path
 import yaml
 from confluent_kafka.admin import ConfigResource, ResourceType
 
-from kraftform.kafka.admin import Admin
+from kraftform.kafka.admin import Admin, Requests, kafka_python_admin
 from kraftform.kafka.connect import read_connection
 from kraftform.kafka.health import poll_health
 from kraftform.runtime.deployment import admin_config
 from kraftform.spec.model import ClusterDefaults, ClusterSpec, ManagedScope, Security
+from kraftform.waiting import until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere
 from tests.bench.clusters import bench_cluster
@@ -88,6 +89,14 @@ def one_per_topic(state_dir: Path) -> tuple[float, int]:
     return time.monotonic() - started, 1 + len(topics)
 
 
+def replicas_on_disk(state_dir: Path) -> int:
+    """Replicas of the benchmark's topics in the brokers' log directories (DescribeLogDirs to each broker):
+    a topic is in the metadata before its brokers have created its logs."""
+    with kafka_python_admin(read_connection(state_dir / "admin.properties"), Requests()) as client:
+        return sum(len(t["partitions"]) for broker in client.describe_log_dirs() for d in broker["log_dirs"]
+                   for t in d["topics"] if t["name"].startswith("bench."))
+
+
 def reads(state_dir: Path, specs: Path) -> tuple[float, int, float, int, float, int]:
     """(plan s, plan requests, observe s, plan peak KiB, one-per-topic s, its requests)"""
     plan_s, code, plan_log, plan_kib = kraftform(state_dir, "plan", str(specs))
@@ -114,10 +123,14 @@ def main() -> None:
             for line in apply_log.splitlines():  # the time of each step, as apply reports it
                 if ": done in " in line or line.startswith(("observed", "Applied", "waited")):
                     print(f"{size} topics: apply {line.strip()}", flush=True)
-            # Read a settled cluster: brokers finish creating thousands of replicas after the apply returns.
+            # Read a settled cluster: brokers go on creating replicas after the metadata shows the topics.
             settle = time.monotonic()
+            expected = size * 3
+            until("every replica on the brokers' disks", 600.0,
+                  lambda: replicas_on_disk(state_dir) == expected, interval=1.0)  # noqa: B023 (called here only)
             poll_health({**admin_config(state_dir), "log_level": "0"}, lambda h: h.ok, timeout=600)
-            print(f"{size} topics: cluster settled {time.monotonic() - settle:.1f} s after the apply", flush=True)
+            print(f"{size} topics: all {size * 3} replicas on the brokers' disks {time.monotonic() - settle:.1f} s "
+                  f"after the apply returned", flush=True)
             plan_s, requests, observe_s, kib, naive_s, naive_requests = reads(state_dir, specs)
             rows.append((size, apply_s, plan_s, requests, observe_s, kib, naive_s, naive_requests))
             print(f"{size} topics: apply {apply_s:.1f} s; no-op plan {plan_s:.2f} s, {requests} "

@@ -44,10 +44,20 @@ class Requests(Counter[str]):
         return ", ".join(f"{api} {n}" for api, n in sorted(self.items())) or "none"
 
 
-def batches(items: list[Any], size: int) -> Iterable[list[Any]]:
-    """`items` in runs of `size`: reads and writes go to Kafka in batches, never one request per item."""
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
+def batches(items: list[Any], size: int, weight: Callable[[Any], int] = lambda _item: 1) -> Iterable[list[Any]]:
+    """`items` in runs whose `weight` adds up to at most `size` (an item heavier than that goes alone): reads
+    and writes go to Kafka in batches, never one request per item."""
+    batch: list[Any] = []
+    total = 0
+    for item in items:
+        w = weight(item)
+        if batch and total + w > size:
+            yield batch
+            batch, total = [], 0
+        batch.append(item)
+        total += w
+    if batch:
+        yield batch
 
 
 def is_auth_error(error: KafkaError) -> bool:

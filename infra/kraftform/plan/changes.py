@@ -36,7 +36,8 @@ class Action(StrEnum):
 
 
 class Kind(StrEnum):
-    """What a change touches; the order here is the order an apply runs them in."""
+    """What a change touches; the order here is the order a plan lists them in (apply's own order is
+    `Applier.STEPS`)."""
 
     CLUSTER = "cluster"
     USER = "user"

@@ -273,7 +273,12 @@ def test_an_apply_killed_midway_converges_on_the_next_run(workspace: Workspace) 
     topics = [topic_spec(workspace.name(f"bulk-{i:04d}"), rf=1, config={"min.insync.replicas": 1}) for i in range(1500)]
     acls = [{"principal": f"User:{app}", "resource": {"type": "topic", "name": f"{workspace.prefix}.",
                                                        "pattern": "prefixed"}, "operations": ["read"]}]
-    workspace.write(topics=topics, principals=[{"name": f"User:{app}"}], acls=acls)
+    existing = workspace.name("existing")
+    workspace.write(topics=[topic_spec(existing, rf=1, config={"retention.ms": "1d", "min.insync.replicas": 1})])
+    workspace.apply()
+    # The config change is a step after the topic step, so the kill below leaves it unsent.
+    changed = topic_spec(existing, rf=1, config={"retention.ms": "2d", "min.insync.replicas": 1})
+    workspace.write(topics=[*topics, changed], principals=[{"name": f"User:{app}"}], acls=acls)
     process = subprocess.Popen([sys.executable, "-m", "kraftform", "apply", str(workspace.root), "--auto-approve",
                                 "--command-config", str(workspace.command_config)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -285,8 +290,10 @@ def test_an_apply_killed_midway_converges_on_the_next_run(workspace: Workspace) 
             break
     process.wait(timeout=60)
     assert process.returncode == -signal.SIGKILL
-    # Killed inside the topic step: the ACLs that come after it were never created.
-    assert not any(b.principal == f"User:{app}" for b in workspace.observe().acls)
+    # Killed inside the topic step: the ACLs before it are there, the config change after it was never sent.
+    state = workspace.observe()
+    assert any(b.principal == f"User:{app}" for b in state.acls)
+    assert state.topics[existing].config["retention.ms"] == "86400000"
 
     converged = workspace.cli("apply", "--auto-approve")
     assert converged.returncode == 0, converged.stderr
@@ -295,7 +302,7 @@ def test_an_apply_killed_midway_converges_on_the_next_run(workspace: Workspace) 
     # Deleting them is destructive: refused without the flag, done with it.
     workspace.write(principals=[{"name": f"User:{app}"}])
     refused = workspace.cli("apply", "--auto-approve")
-    assert refused.returncode == 1 and "1501 destructive change(s) need --allow-destructive" in refused.stderr
-    assert "and 1481 more" in refused.stderr
+    assert refused.returncode == 1 and "1502 destructive change(s) need --allow-destructive" in refused.stderr
+    assert "and 1482 more" in refused.stderr
     workspace.apply(allow_destructive=True)
     assert not any(t.startswith(f"{workspace.prefix}.") for t in workspace.observe().topics)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from kraftform.errors import ConnectionFailed
-from kraftform.kafka.admin import Admin
+from kraftform.kafka.admin import Admin, batches
 from kraftform.kafka.connect import Connection
 
 
@@ -30,3 +30,11 @@ def test_an_unreachable_cluster_fails_fast_even_when_the_client_saw_it_before_th
     with pytest.raises(ConnectionFailed, match=r"no broker answers at 127\.0\.0\.1:"):
         admin.metadata(timeout=30.0)
     assert time.monotonic() - started < 5.0  # the cause, not the 30 s timeout
+
+
+def test_batches_add_up_weights_and_an_overweight_item_goes_alone() -> None:
+    assert list(batches([1, 2, 3, 4, 5], 2)) == [[1, 2], [3, 4], [5]]
+    # CreateTopics: a topic's weight is its metadata records (1 + partitions + config overrides).
+    assert list(batches([4, 4, 1, 9, 2], 9, weight=lambda w: w)) == [[4, 4, 1], [9], [2]]
+    assert list(batches([12, 1], 9, weight=lambda w: w)) == [[12], [1]]
+    assert list(batches([], 9)) == []

@@ -33,7 +33,7 @@ from kraftform.pulumi.topics import TopicSetProvider
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-from tests.bench.bench_reconcile import CLUSTER  # noqa: E402
+from tests.bench.bench_reconcile import CLUSTER, wait_for_replicas  # noqa: E402
 from tests.bench.clusters import bench_cluster  # noqa: E402
 from tests.integration.pulumi.engine import ProviderHost  # noqa: E402
 
@@ -56,7 +56,8 @@ def timed(work: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def through_host(state_dir: Path, names: list[str]) -> tuple[float, float, float]:
-    """Seconds for the first `pulumi up` (Check, Create), a no-op one (Check, Diff) and one adding a topic."""
+    """Seconds for the first `pulumi up` (Check, Create), a no-op one (Check, Diff) and one adding a topic
+    (once the first up's replicas are on disk)."""
     host = ProviderHost(REPO, Path(tempfile.mkdtemp(prefix="kfbench-host-")))
     provider, wanted = TopicSetProvider(), props(state_dir, names)
     try:
@@ -73,6 +74,8 @@ def through_host(state_dir: Path, names: list[str]) -> tuple[float, float, float
 
         noop_s, changes = timed(again)
         assert changes == proto.DiffResponse.DIFF_NONE
+
+        wait_for_replicas(state_dir, names[0].split(".")[0] + ".", len(names) * 3)
 
         def one_more() -> Any:
             more, _ = host.check(provider, "topics", inputs, {**wanted, "topics": {
@@ -131,10 +134,13 @@ def main() -> None:
     state_dir = args.state_dir or work / "cluster"
     n = args.topics
     with bench_cluster(CLUSTER, state_dir):
+        # Each phase starts on a quiet cluster: brokers create a phase's replicas after its apply returns.
         host_s, noop_s, grow_s = through_host(state_dir, [f"host.t{i:05d}" for i in range(n)])
         print(f"provider host: {n} topics created in {host_s:.1f} s; the next `pulumi up` with the same specs "
               f"(Check, Diff) {noop_s:.2f} s; one topic more (Check, Diff, Update) {grow_s:.1f} s", flush=True)
+        wait_for_replicas(state_dir, "host.", (n + 1) * 3)
         direct_s, requests = counted_in_process(state_dir, [f"direct.t{i:05d}" for i in range(n)])
+        wait_for_replicas(state_dir, "direct.", n * 3)
         total = sum(requests.values())
         print(f"provider in process: {n} topics in {direct_s:.1f} s, {total} Admin requests: "
               f"{dict(sorted(requests.items()))}", flush=True)

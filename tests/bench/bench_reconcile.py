@@ -89,12 +89,20 @@ def one_per_topic(state_dir: Path) -> tuple[float, int]:
     return time.monotonic() - started, 1 + len(topics)
 
 
-def replicas_on_disk(state_dir: Path) -> int:
+def replicas_on_disk(state_dir: Path, prefix: str = "bench.") -> int:
     """Replicas of the benchmark's topics in the brokers' log directories (DescribeLogDirs to each broker):
     a topic is in the metadata before its brokers have created its logs."""
     with kafka_python_admin(read_connection(state_dir / "admin.properties"), Requests()) as client:
         return sum(len(t["partitions"]) for broker in client.describe_log_dirs() for d in broker["log_dirs"]
-                   for t in d["topics"] if t["name"].startswith("bench."))
+                   for t in d["topics"] if t["name"].startswith(prefix))
+
+
+def wait_for_replicas(state_dir: Path, prefix: str, expected: int) -> float:
+    """Seconds until `expected` replicas of the topics named `prefix`... are on the brokers' disks."""
+    started = time.monotonic()
+    until(f"{expected} replicas of {prefix}* on the brokers' disks", 600.0,
+          lambda: replicas_on_disk(state_dir, prefix) == expected, interval=1.0)
+    return time.monotonic() - started
 
 
 def reads(state_dir: Path, specs: Path) -> tuple[float, int, float, int, float, int]:
@@ -125,9 +133,7 @@ def main() -> None:
                     print(f"{size} topics: apply {line.strip()}", flush=True)
             # Read a settled cluster: brokers go on creating replicas after the metadata shows the topics.
             settle = time.monotonic()
-            expected = size * 3
-            until("every replica on the brokers' disks", 600.0,
-                  lambda: replicas_on_disk(state_dir) == expected, interval=1.0)  # noqa: B023 (called here only)
+            wait_for_replicas(state_dir, "bench.", size * 3)
             poll_health({**admin_config(state_dir), "log_level": "0"}, lambda h: h.ok, timeout=600)
             print(f"{size} topics: all {size * 3} replicas on the brokers' disks {time.monotonic() - settle:.1f} s "
                   f"after the apply returned", flush=True)

@@ -109,3 +109,9 @@ def cluster(request: pytest.FixtureRequest, clusters: Clusters) -> LiveCluster:
 def local_cluster(clusters: Clusters) -> LiveCluster:
     """The local-runtime cluster, for tests whose subject is not the runtime."""
     return clusters.get("local")
+
+
+@pytest.fixture(scope="session")
+def docker_cluster(clusters: Clusters) -> LiveCluster:
+    """The Docker-runtime cluster, for tests of what runs beside it in containers (the consumers)."""
+    return clusters.get("docker")

@@ -34,10 +34,10 @@ def register(sub: Any) -> None:
     down.add_argument("--purge", action="store_true")
     down.set_defaults(handler=cmd_down)
 
-    images = sub.add_parser("images", help="build the Kafka image locally (no registry needed)")
+    images = sub.add_parser("images", help="build the Kafka, kcat and Spark images locally (no registry needed)")
     isub = images.add_subparsers(dest="images_command", required=True, parser_class=type(images))
     build = isub.add_parser(
-        "build", help="debootstrap base images, then Kafka from Maven Central on top, and kcat")
+        "build", help="debootstrap base images, then Kafka from Maven Central, kcat, and Spark with kraftform")
     build.set_defaults(handler=cmd_images_build)
 
 
@@ -84,11 +84,12 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_images_build(args: argparse.Namespace) -> int:
-    from kraftform.runtime.images import build_kafka, build_kcat, docker_client
+    from kraftform.runtime.images import build_kafka, build_kcat, build_spark, docker_client
 
     log: list[str] = []
     client = docker_client()
     build_kafka(client, log)
     build_kcat(client, log)
+    build_spark(client, log)
     print("\n".join(log))
     return 0

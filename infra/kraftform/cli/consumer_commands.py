@@ -14,6 +14,7 @@ from kraftform.cli.cluster_commands import DEFAULT_STATE
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.errors import UsageError
 from kraftform.kafka.connect import Connection, read_connection
+from kraftform.spark.containers import HEALTH_DIR
 from kraftform.spark.settings import job_settings
 from kraftform.spec.loader import load_specs
 from kraftform.spec.model import ConsumerSpec, SpecSet
@@ -54,6 +55,22 @@ def register(sub: Any) -> None:
     p.add_argument("--data-dir", type=Path, default=Path(DEFAULT_DATA))
     p.set_defaults(handler=cmd_status)
 
+    p = cs.add_parser("up", help="run consumers in containers beside a cluster from `cluster up --runtime docker`")
+    p.add_argument("specs_dir", nargs="?", default=DEFAULT_SPECS, metavar="SPECS_DIR")
+    p.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE), metavar="DIR",
+                   help=f"the Docker cluster's state directory (default: {DEFAULT_STATE})")
+    p.add_argument("--name", action="append", default=[], help="a consumer to run (repeatable; default: all)")
+    p.add_argument("--image", default=None,
+                   help="the Spark image (default: kraftform/spark:<version>-<code digest>, built here if missing)")
+    p.add_argument("--timeout", type=float, default=300,
+                   help="seconds to wait until each is healthy: running, with a finished micro-batch (0: do not wait)")
+    p.set_defaults(handler=cmd_up)
+
+    p = cs.add_parser("down", help="stop and remove the consumer containers (checkpoint volumes are kept)")
+    p.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE), metavar="DIR")
+    p.add_argument("--purge", action="store_true", help="also delete their checkpoint and output volumes")
+    p.set_defaults(handler=cmd_down)
+
     p = cs.add_parser("feed", help="produce realistic records to a consumer's topics, shaped by its value schema")
     p.add_argument("name")
     cluster_args(p)
@@ -77,11 +94,14 @@ def _cluster(args: argparse.Namespace) -> Connection:
 
 
 def _as_consumer(cluster: Connection, specs: SpecSet, consumer: ConsumerSpec) -> Connection:
-    """The cluster's address and CA, logged in as the consumer's own SCRAM user."""
+    """The cluster's address and CA, logged in as the consumer's own SCRAM user: with the client config's
+    password when that config is the consumer's own (a consumer container's), else the one the specs name."""
     from kraftform.kafka.credentials import passwords, require_password
 
     user = next(u for u in specs.users if u.name == consumer.user)
-    password = require_password(user, passwords((user,)))
+    own = cluster.username == user.name and cluster.password is not None
+    password = cluster.password if own and cluster.password is not None else require_password(
+        user, passwords((user,)))
     return Connection(cluster.bootstrap, "SASL_SSL", user.mechanism, user.name, password, cluster.ca_path)
 
 
@@ -132,7 +152,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda number, _frame: stopping.append(number))
     try:
         query = start_query(spark, consumer, settings, connection, where, meta, log, args.available_now)
-        run_until_stopped(query, consumer, log, lambda: bool(stopping))
+        run_until_stopped(query, consumer, log, lambda: bool(stopping),
+                          heartbeat=args.data_dir.resolve() / HEALTH_DIR / consumer.name)
     finally:
         spark.stop()
     log("stopped" + (" (interrupted)" if stopping else ""))
@@ -147,11 +168,69 @@ def _volatile(path: Path) -> str | None:
     return None
 
 
+def cmd_up(args: argparse.Namespace) -> int:
+    from kraftform.runtime import consumers as containers
+    from kraftform.runtime.images import build_spark, docker_client
+
+    specs = load_specs(args.specs_dir)
+    chosen = containers.chosen(specs, args.name)
+    if not chosen:
+        print("no consumers declared")
+        return 0
+    image = args.image
+    if image is None:
+        log: list[str] = []
+        image = build_spark(docker_client(), log)
+        for line in log:
+            print(line, file=sys.stderr)
+    made = containers.container_specs(args.state_dir, specs, Path(args.specs_dir), chosen, image)
+    for state in containers.up(args.state_dir, made, args.timeout or None):
+        print(f"consumer {state.consumer}: container {state.container} {state.status}, {state.health}")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from kraftform.runtime import consumers as containers
+
+    removed = containers.down(args.state_dir, args.purge)
+    print(f"removed {len(removed)} consumer container(s){' and their volumes' if args.purge else ''}: "
+          f"{', '.join(removed) or 'none'}")
+    return 0
+
+
+def _container_status(args: argparse.Namespace) -> bool:
+    """The consumers running in containers beside a Docker cluster, each reported from inside its container
+    (where its checkpoint is); False when there are none."""
+    from kraftform.runtime import consumers as containers
+    from kraftform.runtime.deployment import STATE_FILE, load
+    from kraftform.runtime.images import docker_client
+    from kraftform.spark.containers import CLIENT_CONFIG, SPECS_DIR, WORK_DIR
+
+    if args.command_config or not (args.state_dir / STATE_FILE).is_file() or \
+            load(args.state_dir).runtime != "docker":
+        return False
+    found = [s for s in containers.states(args.state_dir) if not args.name or s.consumer == args.name]
+    if not found:
+        return False
+    client = docker_client()
+    for state in found:
+        print(f"{state.consumer}: container {state.container} {state.status}, {state.health}"
+              + (f" (exit code {state.exit_code})" if state.exit_code is not None else ""))
+        if state.status == "running":
+            done = client.containers.get(state.container).exec_run(
+                ["kraftform", "consumers", "status", "--name", state.consumer, SPECS_DIR, "--command-config",
+                 CLIENT_CONFIG, "--data-dir", WORK_DIR])
+            print("  " + done.output.decode(errors="replace").strip().replace("\n", "\n  "))
+    return True
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from kraftform.kafka.clients import end_offsets
     from kraftform.spark.checkpoint import committed_offsets
     from kraftform.spark.job import placement
 
+    if _container_status(args):
+        return 0
     specs = load_specs(args.specs_dir)
     chosen = [_consumer(specs, args.name)] if args.name else list(specs.consumers)
     cluster = _cluster(args)

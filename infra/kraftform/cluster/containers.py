@@ -27,6 +27,9 @@ CONTAINER_UID = 1000
 FORMAT_ARGS = "format.args"
 
 LOCAL_IMAGE = f"kraftform/kafka:{KAFKA_VERSION}"
+#: Labels on everything kraftform runs in Docker: the cluster it belongs to, and a node's name.
+LABEL_CLUSTER = "dev.kraftform.cluster"
+LABEL_NODE = "dev.kraftform.node"
 OFFICIAL_IMAGE = f"apache/kafka:{KAFKA_VERSION}"
 
 
@@ -142,7 +145,7 @@ def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_
             files=files, ports=(PortBinding(port, port, publish_ip(addr.external_host or "localhost")),)
             if port is not None else (),
             healthcheck=_healthcheck(r),
-            labels={"dev.kraftform.cluster": topo.cluster.name, "dev.kraftform.node": r.node.name,
+            labels={LABEL_CLUSTER: topo.cluster.name, LABEL_NODE: r.node.name,
                     "dev.kraftform.roles": ",".join(r.node.roles)},
         ))
     return tuple(specs)

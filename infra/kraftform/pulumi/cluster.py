@@ -18,6 +18,7 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 
 from kraftform.cluster.certificates import KeyPair
 from kraftform.cluster.containers import (
+    LABEL_CLUSTER,
     ContainerSpec,
     bootstrap_servers,
     container_specs,
@@ -142,7 +143,7 @@ class KafkaCluster(pulumi.ComponentResource):
         specs = pulumi.Output.unsecret(outputs.apply(lambda values: container_specs(
             topo, secrets_from_outputs(dict(zip(keys, values, strict=True))), image)))
         self.network = docker.Network(f"{name}-network", name=specs.apply(lambda all_specs: all_specs[0].network),
-                                      labels=[docker.NetworkLabelArgs(label="dev.kraftform.cluster", value=spec.name)],
+                                      labels=[docker.NetworkLabelArgs(label=LABEL_CLUSTER, value=spec.name)],
                                       opts=child)
         # The container takes the image's ID, not its name: the provider reads the ID back from Docker, so a
         # name would differ from the state on every run and replace every container. keep_locally: a

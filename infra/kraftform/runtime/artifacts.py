@@ -107,12 +107,17 @@ def _artifact_id(jar: str) -> str:
     return re.sub(r"-\d[\w.\-]*\.jar$", "", jar)
 
 
+def connector_home(version: str = SPARK_VERSION) -> Path:
+    """The connector and its dependencies from Maven Central, fetched once; the Spark image copies this."""
+    _, artifact, _ = connector_artifact(version)
+    return _resolve(cache_root() / f"spark-kafka-{version}", (connector_artifact(version),),
+                    f"Spark's Kafka connector {version}", f"{artifact}-{version}.jar")
+
+
 def connector_jars(pyspark_jars: Path, version: str = SPARK_VERSION) -> list[Path]:
     """The connector's runtime jars that pyspark does not already ship (4 of 13 at 4.2.0: the connector, its
     token provider, kafka-clients, commons-pool2). The others are older copies of pyspark's own (scala-library,
     slf4j, snappy, lz4, hadoop-client); passing them too would put two versions on one classpath."""
-    _, artifact, _ = connector_artifact(version)
-    home = _resolve(cache_root() / f"spark-kafka-{version}", (connector_artifact(version),),
-                    f"Spark's Kafka connector {version}", f"{artifact}-{version}.jar")
+    home = connector_home(version)
     shipped = {_artifact_id(p.name) for p in pyspark_jars.glob("*.jar")}
     return sorted(p for p in (home / "libs").glob("*.jar") if _artifact_id(p.name) not in shipped)

@@ -21,6 +21,8 @@ from docker.models.containers import Container
 from kraftform.cluster.config import Addressing
 from kraftform.cluster.containers import (
     CONTAINER_UID,
+    LABEL_CLUSTER,
+    LABEL_NODE,
     LOCAL_IMAGE,
     ContainerSpec,
     Healthcheck,
@@ -85,7 +87,7 @@ class DockerRuntime:
 
     def _network(self, client: docker.DockerClient, name: str, cluster: str) -> None:
         if not client.networks.list(names=[name]):
-            client.networks.create(name, driver="bridge", labels={"dev.kraftform.cluster": cluster})
+            client.networks.create(name, driver="bridge", labels={LABEL_CLUSTER: cluster})
 
     def create_container(self, client: docker.DockerClient, spec: ContainerSpec) -> Container:
         """Create (not start) one node's container with its files in place; volume created if missing."""
@@ -131,7 +133,7 @@ class DockerRuntime:
                     f"`docker volume rm {' '.join(leftovers)}`")
             self._network(client, specs[0].network, cluster.name)
             for spec in specs:
-                _remove_if_present(client, spec.name)
+                remove_if_present(client, spec.name)
                 self.create_container(client, spec).start()
             bootstrap = bootstrap_servers(specs, cluster.security.external_listener.host)
             dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
@@ -152,9 +154,13 @@ class DockerRuntime:
         self.client.containers.get(dep.load(self.state_dir).node(name).handle).start()
 
     def stop(self) -> None:
-        """Brokers first (controlled shutdown needs the controllers), then controllers."""
+        """Containers attached to the cluster (consumers) first, then brokers (controlled shutdown needs the
+        controllers), then controllers."""
         deployment = dep.load(self.state_dir)
         client = self.client
+        for container in attached(client, deployment.cluster_name):
+            with contextlib.suppress(NotFound):
+                container.stop(timeout=60)
         for want_broker in (True, False):
             for record in deployment.nodes:
                 if ("broker" in record.roles) == want_broker:
@@ -167,8 +173,9 @@ class DockerRuntime:
             return
         deployment = dep.load(self.state_dir)
         client = self.client
+        remove_attached(client, deployment.cluster_name, LABEL_CLUSTER, purge=True)
         for record in deployment.nodes:
-            _remove_if_present(client, record.handle)
+            remove_if_present(client, record.handle)
             with contextlib.suppress(NotFound):
                 client.volumes.get(volume_name(record.name)).remove(force=True)
         for network in client.networks.list(names=[deployment.extra["network"]]):
@@ -185,7 +192,29 @@ class DockerRuntime:
         return total
 
 
-def _remove_if_present(client: docker.DockerClient, name: str) -> None:
+def attached(client: docker.DockerClient, cluster: str, label: str = LABEL_CLUSTER) -> list[Container]:
+    """Containers beside the cluster's nodes (its consumers), carrying the cluster's label and `label`."""
+    found = client.containers.list(all=True, filters={"label": [f"{LABEL_CLUSTER}={cluster}", label]})
+    return sorted((c for c in found if LABEL_NODE not in c.labels), key=lambda c: c.name or "")
+
+
+def remove_attached(client: docker.DockerClient, cluster: str, label: str, purge: bool) -> list[str]:
+    """Stop (SIGTERM, then SIGKILL after 60 s) and remove the attached containers carrying `label`; with
+    `purge`, their volumes too. Returns what each ran, by its `label` value."""
+    names = []
+    for container in attached(client, cluster, label):
+        names.append(container.labels.get(label, container.name or "?"))
+        volumes = [m.get("Name") for m in container.attrs.get("Mounts", []) if m.get("Type") == "volume"]
+        with contextlib.suppress(NotFound):
+            container.stop(timeout=60)
+            container.remove(force=True)
+        for volume in volumes if purge else ():
+            with contextlib.suppress(NotFound):
+                client.volumes.get(volume).remove(force=True)
+    return names
+
+
+def remove_if_present(client: docker.DockerClient, name: str) -> None:
     try:
         client.containers.get(name).remove(force=True)
     except NotFound:

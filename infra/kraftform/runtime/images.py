@@ -1,26 +1,34 @@
-"""Build kraftform's images with no registry: a Debian base from debootstrap, then Kafka on top.
+"""Build kraftform's images with no registry: a Debian base from debootstrap, then Kafka and Spark on top.
 
 There is nothing to `docker pull` here (nor at air-gapped sites): the base root filesystem comes from
 Debian's packages through `debootstrap --variant=minbase`, is turned into an image by `docker import`,
 and the Kafka image installs a JRE from Debian and copies the jars fetched from Maven Central into
-/opt/kafka/libs, where the official `apache/kafka` image keeps them. Images are used by name, never
-pulled. Both builds are skipped when the image already exists.
+/opt/kafka/libs, where the official `apache/kafka` image keeps them. The Spark image installs a JRE and
+Python from Debian, kraftform with pyspark from wheels built here (PyPI or pip's cache), and the Kafka
+connector's jars from Maven Central, so a consumer container runs `kraftform consumers run` as a user's
+machine does. Images are used by name, never pulled. Builds are skipped when the image already exists:
+the Spark image's tag carries a digest of kraftform's own code, so a changed job makes a new image.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import docker
-from docker.errors import BuildError, ImageNotFound
+from docker.errors import APIError, BuildError, ImageNotFound
 
+import kraftform
 from kraftform.cluster.containers import CONTAINER_UID, KAFKA_LIBS, LOCAL_IMAGE
 from kraftform.errors import EnvironmentMissing
-from kraftform.runtime.artifacts import ensure_kafka
-from kraftform.versions import DEBIAN_SUITE, JRE_PACKAGE, KAFKA_VERSION, KCAT_SUITE
+from kraftform.runtime.artifacts import connector_home, ensure_kafka
+from kraftform.spark.containers import SPARK_CACHE, SPARK_HOME_DIR, SPARK_VENV, WORK_DIR
+from kraftform.versions import DEBIAN_SUITE, JRE_PACKAGE, KAFKA_VERSION, KCAT_SUITE, SPARK_VERSION
 
 BASE_IMAGE = f"kraftform/debian:{DEBIAN_SUITE}"
 KCAT_IMAGE = f"kraftform/kcat:{KCAT_SUITE}"
@@ -115,6 +123,88 @@ def build_kafka(client: docker.DockerClient, log: list[str], version: str = KAFK
     home = ensure_kafka(version)
     _build(client, tag, KAFKA_DOCKERFILE.replace("{version}", version), home / "libs")
     log.append(f"{tag}: built (Kafka {version}, {JRE_PACKAGE})")
+    return tag
+
+
+SPARK_DOCKERFILE = f"""\
+FROM {BASE_IMAGE}
+RUN apt-get update \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {JRE_PACKAGE} python3 python3-venv \\
+    procps \\
+ && rm -rf /var/lib/apt/lists/* \\
+ && useradd --uid {CONTAINER_UID} --user-group --create-home --home-dir {SPARK_HOME_DIR} kraftform \\
+ && mkdir -p /etc/kraftform {WORK_DIR} \\
+ && chown {CONTAINER_UID}:{CONTAINER_UID} /etc/kraftform {WORK_DIR}
+COPY wheels/ /tmp/wheels/
+RUN python3 -m venv {SPARK_VENV} \\
+ && {SPARK_VENV}/bin/pip install --no-index --no-cache-dir --find-links /tmp/wheels /tmp/wheels/*.whl \\
+ && rm -rf /tmp/wheels
+COPY connector/ {SPARK_CACHE}/spark-kafka-{SPARK_VERSION}/
+COPY kraftform/ /tmp/kraftform/
+RUN {SPARK_VENV}/bin/pip install --no-index --no-cache-dir --no-deps /tmp/kraftform/*.whl && rm -rf /tmp/kraftform
+ENV KRAFTFORM_CACHE={SPARK_CACHE} PATH={SPARK_VENV}/bin:/usr/local/bin:/usr/bin:/bin PYTHONUNBUFFERED=1
+USER {CONTAINER_UID}:{CONTAINER_UID}
+WORKDIR {WORK_DIR}
+LABEL dev.kraftform.spark-version="{SPARK_VERSION}"
+"""
+
+
+def _project_root() -> Path:
+    """The kraftform checkout the running code comes from: the Spark image installs that code."""
+    root = Path(kraftform.__file__).resolve().parents[2]
+    if not (root / "pyproject.toml").is_file():
+        raise EnvironmentMissing(f"the Spark image is built from a kraftform source checkout; {root} is not one")
+    return root
+
+
+def code_digest() -> str:
+    """A digest of kraftform's code and pins: the Spark image's tag, so a changed job makes a new image."""
+    root = _project_root()
+    digest = hashlib.sha256()
+    for path in sorted([root / "pyproject.toml", *(root / "infra" / "kraftform").rglob("*.py")]):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def spark_image() -> str:
+    """The locally built Spark image for this code: `kraftform/spark:<spark version>-<code digest>`."""
+    return f"kraftform/spark:{SPARK_VERSION}-{code_digest()}"
+
+
+def build_spark(client: docker.DockerClient, log: list[str]) -> str:
+    """JRE, Python, pyspark and kraftform (wheels built here from this checkout and PyPI or pip's cache) and the
+    Kafka connector's jars (Maven Central)."""
+    tag = spark_image()
+    if _exists(client, tag):
+        log.append(f"{tag}: present")
+        return tag
+    build_base(client, log)
+    root = _project_root()
+    with tempfile.TemporaryDirectory(prefix="kraftform-spark-") as tmp:
+        context = Path(tmp)
+        # Dependencies and kraftform in separate layers: a change to kraftform's code rebuilds only the last.
+        for target, spec, extra in ((context / "wheels", f"{root}[spark]", []),
+                                    (context / "kraftform", str(root), ["--no-deps"])):
+            done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(target), *extra,
+                                   spec], capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise EnvironmentMissing(f"pip wheel {spec} failed:\n{(done.stderr or done.stdout)[-2000:]}")
+        for wheel in (context / "wheels").glob("kraftform-*.whl"):
+            wheel.unlink()
+        shutil.copytree(connector_home(), context / "connector")
+        (context / "Dockerfile").write_text(SPARK_DOCKERFILE)
+        try:
+            client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, pull=False)
+        except BuildError as exc:
+            tail = "\n".join(str(line.get("stream", line.get("error", ""))).rstrip() for line in exc.build_log)
+            raise EnvironmentMissing(f"building {tag} failed:\n{tail[-3000:]}") from None
+    log.append(f"{tag}: built (pyspark {SPARK_VERSION} with its Kafka connector, kraftform {code_digest()})")
+    for image in client.images.list(name="kraftform/spark"):
+        # Earlier builds of other code: 1.7 GB each. One a container still uses stays (Docker refuses).
+        for old in (t for t in image.tags if t != tag):
+            with contextlib.suppress(APIError):
+                client.images.remove(old)
+                log.append(f"{old}: removed (an earlier build)")
     return tag
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,8 @@ from kraftform.versions import SPARK_VERSION
 from kraftform.waiting import until
 
 Log = Callable[[str], None]
+#: How often a running query's heartbeat file is touched.
+HEARTBEAT_S = 5.0
 
 
 def kafka_client_options(connection: Connection) -> dict[str, str]:
@@ -216,10 +219,12 @@ def explain_failure(exc: BaseException, consumer: ConsumerSpec) -> KraftformErro
 
 
 def run_until_stopped(query: Any, consumer: ConsumerSpec, log: Log, should_stop: Callable[[], bool],
-                      poll_s: float = 0.5) -> None:
+                      poll_s: float = 0.5, heartbeat: Path | None = None) -> None:
     """Print a progress line per finished micro-batch until the query ends or `should_stop()`; a failed query
-    raises its cause as a KraftformError."""
+    raises its cause as a KraftformError. While the query runs and has finished a micro-batch, `heartbeat` is
+    touched every few seconds: a container's health check reads its age."""
     last_batch = None
+    beat = 0.0
     try:
         while query.isActive and not should_stop():
             query.awaitTermination(poll_s)
@@ -229,6 +234,10 @@ def run_until_stopped(query: Any, consumer: ConsumerSpec, log: Log, should_stop:
                 if data.get("batchId") != last_batch:
                     last_batch = data.get("batchId")
                     log(progress_line(data))
+                if heartbeat is not None and time.monotonic() - beat > HEARTBEAT_S and query.isActive:
+                    heartbeat.parent.mkdir(parents=True, exist_ok=True)
+                    heartbeat.write_text(f"{last_batch}\n")
+                    beat = time.monotonic()
     except Exception as exc:
         if type(exc).__name__ in ("StreamingQueryException", "Py4JJavaError", "CapturedException") or \
                 "StreamingQueryException" in type(exc).__name__:

@@ -1,0 +1,70 @@
+"""A streaming consumer as a container, as plain data. Pure.
+
+The Docker runtime (`kraftform consumers up`) runs these objects, as it runs the brokers' `container_specs`,
+so a consumer in a container is the same job a user runs with `kraftform consumers run`: the container's
+command is that command, against the spec files and a client config copied in.
+
+The contract with the image (`kraftform images build` makes `kraftform/spark:<version>-<code digest>`):
+`kraftform` on PATH with pyspark and its Kafka connector, a JRE, user id 1000, WORK_DIR writable. The
+consumer logs in over SASL_SSL as its own SCRAM user through the brokers' in-network CLIENT listener; its
+password is in the client config file (mode 0600, the container user's), never in the environment, where
+`docker inspect` would show it. Checkpoints and Parquet output live on a named volume that outlives the
+container, so a redeployed consumer continues from its checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kraftform.cluster.clientconfig import ClientAuth, java_properties
+from kraftform.cluster.containers import LABEL_CLUSTER, ContainerFile, ContainerSpec, Healthcheck
+from kraftform.spec.model import ConsumerSpec
+
+SPARK_VENV = "/opt/kraftform/venv"
+SPARK_CACHE = "/opt/kraftform/cache"
+SPARK_HOME_DIR = "/home/kraftform"
+#: Checkpoints, relative sink paths, event logs and the health heartbeat: the consumer's volume.
+WORK_DIR = "/var/lib/kraftform"
+SPECS_DIR = "/etc/kraftform/specs"
+CLIENT_CONFIG = "/etc/kraftform/client.properties"
+CA_FILE = "/etc/kraftform/ca.pem"
+#: Where `consumers run` touches a file per micro-batch (at most every few seconds) once its query runs.
+HEALTH_DIR = "health"
+#: A consumer whose heartbeat is older than this is unhealthy (its query stopped making progress).
+STALE_AFTER_MIN = 2
+#: A JVM, a Spark session and the first micro-batch take a while on two cores: not unhealthy meanwhile.
+START_PERIOD_S = 240
+
+LABEL_CONSUMER = "dev.kraftform.consumer"
+
+
+def container_name(cluster: str, consumer: str) -> str:
+    return f"{cluster}-consumer-{consumer}"
+
+
+def consumer_volume(cluster: str, consumer: str) -> str:
+    """The consumer's checkpoint and output volume: named after it, so a redeploy finds it again."""
+    return f"{container_name(cluster, consumer)}-data"
+
+
+def consumer_container(consumer: ConsumerSpec, cluster: str, spec_files: Mapping[str, str], bootstrap: str,
+                       mechanism: str, password: str, ca_pem: str, network: str, image: str) -> ContainerSpec:
+    """One consumer running `kraftform consumers run` in local mode (the master its profile and cores give)
+    against `bootstrap`, the brokers' in-network listener; `spec_files` are the spec directory's files by
+    relative path."""
+    name = container_name(cluster, consumer.name)
+    client = java_properties(ClientAuth(bootstrap, consumer.user, password, mechanism, CA_FILE))
+    files = (
+        *(ContainerFile(f"{SPECS_DIR}/{path}", text) for path, text in sorted(spec_files.items())),
+        ContainerFile(CA_FILE, ca_pem),
+        ContainerFile(CLIENT_CONFIG, client, mode=0o600, secret=True),
+    )
+    heartbeat = f"{WORK_DIR}/{HEALTH_DIR}/{consumer.name}"
+    check = Healthcheck(("CMD", "sh", "-c", f'test -n "$(find {heartbeat} -mmin -{STALE_AFTER_MIN} 2>/dev/null)"'),
+                        interval_s=5, timeout_s=5, retries=3, start_period_s=START_PERIOD_S)
+    return ContainerSpec(
+        name=name, hostname=name, image=image,
+        command=("kraftform", "consumers", "run", consumer.name, SPECS_DIR, "--command-config", CLIENT_CONFIG,
+                 "--data-dir", WORK_DIR),
+        network=network, aliases=(name,), volume=consumer_volume(cluster, consumer.name), volume_path=WORK_DIR,
+        files=files, healthcheck=check, labels={LABEL_CLUSTER: cluster, LABEL_CONSUMER: consumer.name})

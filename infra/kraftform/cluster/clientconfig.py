@@ -28,12 +28,13 @@ def jaas_quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def java_properties(auth: ClientAuth) -> str:
+def java_properties(auth: ClientAuth, title: str = "kraftform admin client (Java): --command-config for Kafka's tools"
+                    ) -> str:
     jaas = f"{SCRAM_LOGIN} required username={jaas_quote(auth.username)} password={jaas_quote(auth.password)};"
     return properties_text({
         "bootstrap.servers": auth.bootstrap, "security.protocol": "SASL_SSL", "sasl.mechanism": auth.mechanism,
         "sasl.jaas.config": jaas, "ssl.truststore.type": "PEM", "ssl.truststore.location": auth.ca_path,
-    }, "kraftform admin client (Java): --command-config for Kafka's tools")
+    }, title)
 
 
 def librdkafka_config(auth: ClientAuth) -> dict[str, str]:

@@ -9,7 +9,7 @@ the data.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import pulumi
@@ -122,6 +122,31 @@ def _labels(labels: Mapping[str, str]) -> list[docker.ContainerLabelArgs]:
     return [docker.ContainerLabelArgs(label=k, value=v) for k, v in labels.items()]
 
 
+def container_resource(name: str, spec: pulumi.Output[ContainerSpec], image_id: pulumi.Input[str],
+                       network: pulumi.Input[str], volume: docker.Volume, parent: pulumi.Resource,
+                       wait_timeout: int, after: Sequence[pulumi.Resource] = ()) -> docker.Container:
+    """A pulumi-docker container made field by field from `spec`, the object the Docker runtime runs. Its
+    uploaded files are secret (keys, passwords); the rest stays readable in a preview. `pulumi up` waits until
+    Docker reports it healthy. It is made after its volume and the resources `after`."""
+
+    def pick(field: Callable[[ContainerSpec], T]) -> pulumi.Output[T]:
+        return spec.apply(field)
+
+    return docker.Container(
+        name, name=pick(lambda c: c.name), hostname=pick(lambda c: c.hostname), image=image_id,
+        command=pick(lambda c: list(c.command)), user=pick(lambda c: c.user),
+        uploads=pulumi.Output.secret(cast(Any, pick(_uploads))),  # stubs: Never
+        networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=network, aliases=pick(lambda c: list(c.aliases)))],
+        volumes=[docker.ContainerVolumeArgs(volume_name=volume.name, container_path=pick(lambda c: c.volume_path))],
+        ports=pick(lambda c: [docker.ContainerPortArgs(internal=p.container_port, external=p.host_port, ip=p.host_ip)
+                              for p in c.ports]),
+        labels=pick(lambda c: _labels(c.labels)), healthcheck=cast(Any, pick(_healthcheck)),
+        wait=True, wait_timeout=wait_timeout, restart="unless-stopped", must_run=True,
+        # The name is fixed, so the old container must go before its replacement starts; the volume, a resource
+        # of its own, stays.
+        opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True, depends_on=[volume, *after]))
+
+
 class KafkaCluster(pulumi.ComponentResource):
     """Network, one volume and one container per node; outputs the bootstrap servers and the CA."""
 
@@ -152,28 +177,12 @@ class KafkaCluster(pulumi.ComponentResource):
         self.volumes: list[docker.Volume] = []
         self.containers: list[docker.Container] = []
         for index, node in enumerate(topo.nodes):
-            def pick(field: Callable[[ContainerSpec], T], index: int = index) -> pulumi.Output[T]:
-                """One field of this node's container spec, once the secrets it is rendered from are known."""
-                return specs.apply(lambda all_specs: field(all_specs[index]))
-
-            volume = docker.Volume(f"{name}-{node.name}-data", name=pick(lambda c: c.volume), opts=child)
-            container = docker.Container(
-                node.name, name=pick(lambda c: c.name), hostname=pick(lambda c: c.hostname),
-                image=self.image.image_id, command=pick(lambda c: list(c.command)), user=pick(lambda c: c.user),
-                uploads=pulumi.Output.secret(cast(Any, pick(_uploads))),  # stubs: Never
-                networks_advanced=[docker.ContainerNetworksAdvancedArgs(
-                    name=self.network.name, aliases=pick(lambda c: list(c.aliases)))],
-                volumes=[docker.ContainerVolumeArgs(volume_name=volume.name,
-                                                    container_path=pick(lambda c: c.volume_path))],
-                ports=pick(lambda c: [docker.ContainerPortArgs(internal=p.container_port, external=p.host_port,
-                                                               ip=p.host_ip) for p in c.ports]),
-                labels=pick(lambda c: _labels(c.labels)), healthcheck=cast(Any, pick(_healthcheck)),
-                # Created only once healthy, so the topics and users that depend on the containers find a
-                # listening cluster.
-                wait=True, wait_timeout=180, restart="unless-stopped", must_run=True,
-                # The name is fixed, so the old container must go before its replacement starts;
-                # the volume, a resource of its own, stays.
-                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=[volume]))
+            one = specs.apply(lambda all_specs, index=index: all_specs[index])  # type: ignore[misc]
+            volume = docker.Volume(f"{name}-{node.name}-data", name=one.apply(lambda c: c.volume), opts=child)
+            # Created only once healthy, so the topics and users that depend on the containers find a listening
+            # cluster.
+            container = container_resource(node.name, one, self.image.image_id, self.network.name, volume, self,
+                                           wait_timeout=180)
             self.volumes.append(volume)
             self.containers.append(container)
         host = spec.security.external_listener.host

@@ -11,16 +11,20 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 import pulumi
+import pulumi_docker as docker
 
-from kraftform.cluster.containers import LOCAL_IMAGE, OFFICIAL_IMAGE
+from kraftform.cluster.containers import LOCAL_IMAGE, OFFICIAL_IMAGE, in_containers
+from kraftform.cluster.topology import CLIENT_PORT, topology
 from kraftform.errors import KraftformError, SpecError, UsageError
 from kraftform.kafka.credentials import passwords, require_password
 from kraftform.plan.live import declared_principals
 from kraftform.pulumi.cluster import KafkaCluster
+from kraftform.pulumi.consumers import SparkConsumer
 from kraftform.pulumi.policy import SPECS_TYPE
 from kraftform.pulumi.providers import Access, access_props
 from kraftform.pulumi.topics import Topics
-from kraftform.spec.loader import load_specs
+from kraftform.runtime.images import spark_image
+from kraftform.spec.loader import load_specs, spec_files
 from kraftform.spec.model import DEFAULT_ENTITY, SpecSet, UserSpec
 
 IMAGES = {"official": OFFICIAL_IMAGE, "local": LOCAL_IMAGE}
@@ -99,6 +103,26 @@ class Stack:
     kafka_resources: list[pulumi.Resource]
 
 
+def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None,
+              kafka: list[pulumi.Resource]) -> dict[str, SparkConsumer]:
+    """Each consumer in a container beside the stack's cluster (docker mode), once its topics and its
+    principal's access exist. An external cluster's consumers are not deployed by the stack (nothing says
+    where their containers would run or how they reach the brokers): they run with `kraftform consumers run`."""
+    parent = pulumi.ComponentResource("kraftform:index:Consumers", "consumers",
+                                      {"declared": [c.name for c in specs.consumers]})
+    if cluster is None or not specs.consumers:
+        return {}
+    options = pulumi.ResourceOptions(parent=parent)
+    image = docker.RemoteImage("spark-image", name=spark_image(), keep_locally=True, opts=options)
+    spec = in_containers(specs.cluster)
+    bootstrap = ",".join(f"{n.name}:{CLIENT_PORT}" for n in topology(spec).brokers)
+    files = {str(p.relative_to(cfg.specs_dir)): p.read_text(encoding="utf-8") for p in spec_files(cfg.specs_dir)}
+    users = {u.name: u for u in specs.users}
+    return {c.name: SparkConsumer(c.name, c, spec.name, files, bootstrap, users[c.user].mechanism,
+                                  _password(users[c.user]), cluster.ca_certificate, cluster.network.name, image,
+                                  kafka, options) for c in specs.consumers}
+
+
 def build(cfg: StackConfig) -> Stack:
     """Declare every resource; returns the stack outputs (also exported) and the Kafka resources."""
     specs = load(cfg.specs_dir)
@@ -106,6 +130,7 @@ def build(cfg: StackConfig) -> Stack:
     pulumi.ComponentResource(SPECS_TYPE, "specs", {"specsDir": str(cfg.specs_dir.resolve()), "env": cfg.env})
     security = specs.cluster.security
     depends: list[pulumi.Resource] = []
+    cluster: KafkaCluster | None = None
     if cfg.mode == "docker":
         cluster = KafkaCluster(specs.cluster.name, specs.cluster, IMAGES.get(cfg.image, cfg.image), cfg.admin_password)
         depends = list(cluster.containers)
@@ -141,8 +166,7 @@ def build(cfg: StackConfig) -> Stack:
         made.append(Access(principal, access_props(principal, specs, password), connection, under(access)))
     if any(q.entity.user in (None, DEFAULT_ENTITY) for q in specs.quotas):
         made.append(Access("default-quotas", access_props(None, specs, None), connection, under(access)))
-    # The streaming consumers' place: a later issue deploys them here.
-    pulumi.ComponentResource("kraftform:index:Consumers", "consumers", {"declared": [c.name for c in specs.consumers]})
+    deployed = consumers(cfg, specs, cluster, made)
 
     def per_profile(values: list[Any]) -> dict[str, dict[str, dict[str, str]]]:
         """Each profile's producer and consumer settings with the connection (users add their own login)."""
@@ -155,7 +179,9 @@ def build(cfg: StackConfig) -> Stack:
     outputs: dict[str, Any] = {"bootstrapServers": bootstrap, "caCertificate": ca, "clientConfigs": client_configs,
                                "adminConnection": pulumi.Output.secret(cast(Any, pulumi.Output.all(connection).apply(
                                    lambda v: admin_connection(v[0])))),
-                               "topics": sorted(t.name for t in specs.topics)}
+                               "topics": sorted(t.name for t in specs.topics),
+                               "consumers": {n: {"container": c.container_name, "volume": c.volume_name}
+                                             for n, c in deployed.items()}}
     for key, value in outputs.items():
         pulumi.export(key, value)
     return Stack(outputs, made)

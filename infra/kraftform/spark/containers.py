@@ -53,7 +53,8 @@ def consumer_container(consumer: ConsumerSpec, cluster: str, spec_files: Mapping
     against `bootstrap`, the brokers' in-network listener; `spec_files` are the spec directory's files by
     relative path."""
     name = container_name(cluster, consumer.name)
-    client = java_properties(ClientAuth(bootstrap, consumer.user, password, mechanism, CA_FILE))
+    client = java_properties(ClientAuth(bootstrap, consumer.user, password, mechanism, CA_FILE),
+                             f"consumer {consumer.name}: its own login, over the brokers' in-network listener")
     files = (
         *(ContainerFile(f"{SPECS_DIR}/{path}", text) for path, text in sorted(spec_files.items())),
         ContainerFile(CA_FILE, ca_pem),

@@ -18,6 +18,12 @@ from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, 
 MONITOR: RecordingMonitor | None = None
 
 
+def node_containers(mocks: Mocks) -> list[Any]:
+    """The cluster's containers (the consumers' are beside them)."""
+    return [c for c in mocks.of_type("docker:index/container:Container")
+            if any(label["label"] == "dev.kraftform.node" for label in c.inputs["labels"])]
+
+
 @pytest.fixture(scope="module")
 def stack() -> Iterator[tuple[Mocks, dict[str, Any]]]:
     global MONITOR
@@ -30,10 +36,10 @@ def test_one_container_and_one_volume_per_node_on_one_network(stack: tuple[Mocks
     mocks, outputs = stack
 
     def check(_: Any) -> None:
-        containers = mocks.of_type("docker:index/container:Container")
+        containers = node_containers(mocks)
         assert sorted(c.name for c in containers) == sorted(
             [f"platform-controller-{i}" for i in range(3)] + [f"platform-broker-{i}" for i in range(3)])
-        assert len(mocks.of_type("docker:index/volume:Volume")) == 6
+        assert len([v for v in mocks.of_type("docker:index/volume:Volume") if "consumer" not in v.name]) == 6
         assert len(mocks.of_type("docker:index/network:Network")) == 1
         brokers = [c for c in containers if "broker" in c.name]
         assert sorted(p["external"] for c in brokers for p in c.inputs["ports"]) == [19092, 19093, 19094]
@@ -48,7 +54,7 @@ def test_one_container_and_one_volume_per_node_on_one_network(stack: tuple[Mocks
         assert broker.inputs["healthcheck"]["interval"] == "2s" and broker.inputs["wait"] is True
         assert broker.inputs["command"][0] == "sh"
         # By ID, which is what the provider reads back, so a second `pulumi up` replaces nothing.
-        [image] = mocks.of_type("docker:index/remoteImage:RemoteImage")
+        [image] = [i for i in mocks.of_type("docker:index/remoteImage:RemoteImage") if i.name != "spark-image"]
         assert image.inputs["name"] == "kraftform/kafka:4.3.1" and image.inputs["keepLocally"] is True
         assert all(c.inputs["image"] == IMAGE_ID for c in containers)
 
@@ -61,7 +67,7 @@ def test_every_listener_is_tls_and_the_files_come_from_the_container_specs(
     mocks, outputs = stack
 
     def check(_: Any) -> None:
-        for container in mocks.of_type("docker:index/container:Container"):
+        for container in node_containers(mocks):
             wrapped = container.inputs["uploads"]  # a secret: the engine stores it encrypted
             assert wrapped[SECRET_SIG] == SECRET_VALUE
             uploads = {u["file"]: u for u in wrapped["value"]}
@@ -134,7 +140,7 @@ def test_the_cluster_id_is_not_declared_secret_since_every_container_command_sho
         from kraftform.pulumi.cluster import SECRET_OUTPUTS
 
         assert "cluster_id" not in SECRET_OUTPUTS and "ca_key" in SECRET_OUTPUTS
-        for container in mocks.of_type("docker:index/container:Container"):
+        for container in node_containers(mocks):
             command = container.inputs["command"]
             assert isinstance(command, list) and SECRET_SIG not in str(command) and "--cluster-id " in command[2]
 
@@ -168,7 +174,7 @@ def test_kafka_resources_wait_for_every_container(stack: tuple[Mocks, dict[str, 
 
     def check(_: Any) -> None:
         assert MONITOR is not None
-        containers = {c.name for c in mocks.of_type("docker:index/container:Container")}
+        containers = {c.name for c in node_containers(mocks)}
         kafka = [r.name for r in mocks.of_type("pulumi-python:dynamic:Resource") if not r.name.endswith("-secrets")]
         assert len(kafka) == 1 + 7  # the topics, and one resource per principal
         for name in kafka:
@@ -180,3 +186,43 @@ def test_kafka_resources_wait_for_every_container(stack: tuple[Mocks, dict[str, 
         assert any(urn.endswith("platform-broker-0-data") for urn in MONITOR.dependencies["platform-broker-0"])
 
     return pulumi.Output.all(*outputs.values()).apply(check)
+
+
+@pulumi_test
+def test_each_consumer_is_a_container_beside_the_cluster_after_its_topics_and_access(
+        stack: tuple[Mocks, dict[str, Any]]) -> Any:
+    mocks, outputs = stack
+    specs = load_specs(EXAMPLE_SPECS)
+
+    def check(deployed: dict[str, dict[str, str]]) -> None:
+        assert MONITOR is not None
+        assert sorted(c.name for c in mocks.of_type("kraftform:index:SparkConsumer")) == sorted(
+            c.name for c in specs.consumers) == ["clickstream-sessionizer", "fraud-scoring"]
+        assert deployed == {c.name: {"container": f"platform-consumer-{c.name}",
+                                     "volume": f"platform-consumer-{c.name}-data"} for c in specs.consumers}
+        [image] = [i for i in mocks.of_type("docker:index/remoteImage:RemoteImage") if i.name == "spark-image"]
+        assert image.inputs["name"].startswith("kraftform/spark:4.2.0-") and image.inputs["keepLocally"] is True
+        container = next(c for c in mocks.of_type("docker:index/container:Container")
+                         if c.name == "fraud-scoring-consumer")
+        # The same container `kraftform consumers up` runs (spark.containers), by image ID, on the cluster's network.
+        assert container.inputs["image"] == IMAGE_ID
+        assert container.inputs["command"][:4] == ["kraftform", "consumers", "run", "fraud-scoring"]
+        assert container.inputs["networksAdvanced"] == [{"name": "kraftform-platform",
+                                                         "aliases": ["platform-consumer-fraud-scoring"]}]
+        assert container.inputs["volumes"] == [{"volumeName": "platform-consumer-fraud-scoring-data",
+                                                "containerPath": "/var/lib/kraftform"}]
+        assert container.inputs["wait"] is True
+        assert "health/fraud-scoring" in container.inputs["healthcheck"]["tests"][-1]
+        assert "ports" not in container.inputs or not container.inputs["ports"]
+        wrapped = container.inputs["uploads"]  # the client config holds the consumer's password: secret
+        assert wrapped[SECRET_SIG] == SECRET_VALUE
+        uploads = {u["file"]: u for u in wrapped["value"]}
+        client = uploads["/etc/kraftform/client.properties"]
+        assert client["permissions"] == "0600" and client["owner"] == "1000"
+        assert "bootstrap.servers=platform-broker-0:9092,platform-broker-1:9092,platform-broker-2:9092\n" in \
+            client["content"]
+        assert "/etc/kraftform/specs/consumers.yaml" in uploads
+        waits_for = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies["fraud-scoring-consumer"]}
+        assert {"topics", "User:fraud-scoring", "fraud-scoring-consumer-data"} <= waits_for
+
+    return outputs["consumers"].apply(check)

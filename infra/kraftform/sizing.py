@@ -5,7 +5,9 @@
 - controllers: 2f + 1 tolerate f failures (3 tolerate 1, 5 tolerate 2);
 - a topic with n replicas and min.insync m accepts acks=all writes through n - m broker failures;
 - partitions: enough for the expected write rate at one partition's throughput; about 24 is usually
-  enough, and more partitions cost memory, file handles and failover time.
+  enough, and more partitions cost memory, file handles and failover time;
+- consumers: each runs in a container of its own with `cores` Spark slots (its local master); a
+  micro-batch has one task per input partition, or more when the source splits partitions for the cores.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kraftform.spec.model import SpecSet, TopicSpec
+from kraftform.errors import KraftformError
+from kraftform.spark.settings import input_partitions, job_settings
+from kraftform.spec.model import ConsumerSpec, SpecSet, TopicSpec
 from kraftform.units import human_bytes
 
 HEADROOM = 0.70
@@ -35,6 +39,20 @@ class TopicSizing:
 
 
 @dataclass(frozen=True)
+class ConsumerSizing:
+    name: str
+    cores: int
+    input_partitions: int
+    #: Tasks of one micro-batch: one per input partition, or `minPartitions` when the source splits them.
+    tasks: int
+    exactly_once: bool
+
+    @property
+    def idle_cores(self) -> int:
+        return max(0, self.cores - self.tasks)
+
+
+@dataclass(frozen=True)
 class SizingReport:
     declared_brokers: int
     declared_controllers: int
@@ -46,6 +64,12 @@ class SizingReport:
     controllers_needed: int
     topics: tuple[TopicSizing, ...]
     warnings: tuple[str, ...]
+    consumers: tuple[ConsumerSizing, ...] = ()
+
+    @property
+    def consumer_cores(self) -> int:
+        """What the consumers' containers ask of the machines beside the brokers."""
+        return sum(c.cores for c in self.consumers)
 
     @property
     def brokers_needed(self) -> int:
@@ -73,6 +97,13 @@ def _topic(t: TopicSpec, specs: SpecSet, per_partition: int | None) -> TopicSizi
         suggested = suggest_partitions(t.expected_write_bytes_per_s, per_partition, specs.cluster.brokers)
     min_isr = specs.cluster.min_insync(t)
     return TopicSizing(t.name, t.partitions, suggested, t.replication_factor, min_isr)
+
+
+def _consumer(consumer: ConsumerSpec, specs: SpecSet) -> ConsumerSizing:
+    settings = job_settings(consumer, specs)
+    partitions = input_partitions(consumer, specs)
+    split = int(settings.source_options.get("minPartitions", 0))
+    return ConsumerSizing(consumer.name, consumer.cores, partitions, max(partitions, split), settings.exactly_once)
 
 
 def size_cluster(specs: SpecSet) -> SizingReport:
@@ -120,5 +151,15 @@ def size_cluster(specs: SpecSet) -> SizingReport:
         if t.partitions > USUAL_MAX_PARTITIONS and (t.suggested_partitions or 0) <= USUAL_MAX_PARTITIONS:
             warnings.append(f"topic {t.name!r} has {t.partitions} partitions; about {USUAL_MAX_PARTITIONS} "
                             f"is usually enough and each costs memory and failover time")
+    consumers = []
+    for consumer in specs.consumers:
+        try:
+            consumers.append(_consumer(consumer, specs))
+        except KraftformError as exc:
+            warnings.append(f"consumer {consumer.name!r}: {exc}")
+    for sized in consumers:
+        if sized.idle_cores:
+            warnings.append(f"consumer {sized.name!r} has {sized.cores} cores for {sized.tasks} tasks per "
+                            f"micro-batch: {sized.idle_cores} stay idle")
     return SizingReport(c.brokers, c.controllers, storage, for_storage, for_network, for_cpu, max_rf,
-                        controllers, topics, tuple(warnings))
+                        controllers, topics, tuple(warnings), tuple(consumers))

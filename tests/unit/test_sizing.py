@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -56,3 +57,19 @@ def test_without_load_only_replication_and_controllers(specs_copy: SpecsCopy) ->
     r = size_cluster(load_specs(specs))
     assert (r.storage_bytes, r.brokers_for_storage, r.brokers_for_network, r.brokers_for_cpu) == (None,) * 4
     assert r.brokers_needed == 3
+
+
+def test_consumers_are_sized_beside_the_brokers(example_specs: Path) -> None:
+    specs = load_specs(example_specs)
+    r = size_cluster(specs)
+    assert [(c.name, c.cores, c.input_partitions, c.tasks, c.exactly_once) for c in r.consumers] == [
+        ("fraud-scoring", 2, 24, 24, True), ("clickstream-sessionizer", 2, 24, 24, True)]
+    assert r.consumer_cores == 4
+
+    # More cores than partitions: the throughput profile splits partitions so every core has a task; the
+    # durability profile does not, and the cores left over are reported.
+    wide = dataclasses.replace(specs.consumers[1], cores=32)  # throughput, on 24 partitions
+    idle = dataclasses.replace(specs.consumers[0], cores=32)  # durability, on 24 partitions
+    r = size_cluster(dataclasses.replace(specs, consumers=(wide, idle)))
+    assert [(c.tasks, c.idle_cores) for c in r.consumers] == [(64, 0), (24, 8)]
+    assert r.warnings == ("consumer 'fraud-scoring' has 32 cores for 24 tasks per micro-batch: 8 stay idle",)

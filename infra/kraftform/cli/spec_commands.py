@@ -113,6 +113,13 @@ def render_sizing(r: SizingReport) -> str:
     out = [_table(rows)]
     if r.topics:
         out += ["", _table(topic_rows)]
+    if r.consumers:
+        consumer_rows = [("consumer", "cores", "input partitions", "tasks per micro-batch", "sink")]
+        consumer_rows += [(c.name, str(c.cores), str(c.input_partitions), str(c.tasks),
+                           "exactly-once" if c.exactly_once else "at-least-once") for c in r.consumers]
+        out += ["", _table(consumer_rows),
+                f"consumers beside the brokers: {len(r.consumers)} container(s), {r.consumer_cores} cores in all "
+                f"(each a Spark local master with its cores)"]
     out += [""] + [f"warning: {w}" for w in r.warnings]
     if not r.warnings:
         out.append("The declared cluster is large enough for the declared load.")

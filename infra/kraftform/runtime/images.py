@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
@@ -90,11 +91,12 @@ def build_base(client: docker.DockerClient, log: list[str], suite: str = DEBIAN_
     return tag
 
 
-def _build(client: docker.DockerClient, tag: str, dockerfile: str, libs: Path | None = None) -> None:
+def _build(client: docker.DockerClient, tag: str, dockerfile: str,
+           fill: Callable[[Path], object] = lambda _context: None) -> None:
+    """Build `dockerfile` in a fresh context directory that `fill` puts the files it copies into."""
     with tempfile.TemporaryDirectory(prefix="kraftform-image-") as tmp:
         context = Path(tmp)
-        if libs is not None:
-            shutil.copytree(libs, context / "libs")
+        fill(context)
         (context / "Dockerfile").write_text(dockerfile)
         try:
             client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, pull=False)
@@ -121,7 +123,8 @@ def build_kafka(client: docker.DockerClient, log: list[str], version: str = KAFK
         return tag
     build_base(client, log)
     home = ensure_kafka(version)
-    _build(client, tag, KAFKA_DOCKERFILE.replace("{version}", version), home / "libs")
+    _build(client, tag, KAFKA_DOCKERFILE.replace("{version}", version),
+           lambda context: shutil.copytree(home / "libs", context / "libs"))
     log.append(f"{tag}: built (Kafka {version}, {JRE_PACKAGE})")
     return tag
 
@@ -180,8 +183,8 @@ def build_spark(client: docker.DockerClient, log: list[str]) -> str:
         return tag
     build_base(client, log)
     root = _project_root()
-    with tempfile.TemporaryDirectory(prefix="kraftform-spark-") as tmp:
-        context = Path(tmp)
+
+    def fill(context: Path) -> None:
         # Dependencies and kraftform in separate layers: a change to kraftform's code rebuilds only the last.
         for target, spec, extra in ((context / "wheels", f"{root}[spark]", []),
                                     (context / "kraftform", str(root), ["--no-deps"])):
@@ -192,12 +195,8 @@ def build_spark(client: docker.DockerClient, log: list[str]) -> str:
         for wheel in (context / "wheels").glob("kraftform-*.whl"):
             wheel.unlink()
         shutil.copytree(connector_home(), context / "connector")
-        (context / "Dockerfile").write_text(SPARK_DOCKERFILE)
-        try:
-            client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, pull=False)
-        except BuildError as exc:
-            tail = "\n".join(str(line.get("stream", line.get("error", ""))).rstrip() for line in exc.build_log)
-            raise EnvironmentMissing(f"building {tag} failed:\n{tail[-3000:]}") from None
+
+    _build(client, tag, SPARK_DOCKERFILE, fill)
     log.append(f"{tag}: built (pyspark {SPARK_VERSION} with its Kafka connector, kraftform {code_digest()})")
     for image in client.images.list(name="kraftform/spark"):
         # Earlier builds of other code: 1.7 GB each. One a container still uses stays (Docker refuses).

@@ -11,7 +11,7 @@ image's env-driven entry point (which wants JKS stores and password files).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kraftform.cluster.config import Addressing, NodePaths
@@ -101,6 +101,12 @@ def publish_ip(external_host: str) -> str:
     """Loopback for a loopback host (nothing outside this machine reaches the brokers); every interface when
     the spec advertises another host, which clients elsewhere are meant to reach."""
     return "127.0.0.1" if external_host == "localhost" or external_host.startswith("127.") else "0.0.0.0"
+
+
+def network_bootstrap(brokers: Iterable[str]) -> str:
+    """What clients inside the cluster's Docker network (the consumers' containers) connect to: each broker by
+    its container name, on the SASL_SSL CLIENT listener."""
+    return ",".join(f"{name}:{CLIENT_PORT}" for name in brokers)
 
 
 def bootstrap_servers(specs: tuple[ContainerSpec, ...], external_host: str) -> str:

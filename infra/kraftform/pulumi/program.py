@@ -13,8 +13,8 @@ from typing import Any, Literal, cast
 import pulumi
 import pulumi_docker as docker
 
-from kraftform.cluster.containers import LOCAL_IMAGE, OFFICIAL_IMAGE, in_containers
-from kraftform.cluster.topology import CLIENT_PORT, topology
+from kraftform.cluster.containers import LOCAL_IMAGE, OFFICIAL_IMAGE, in_containers, network_bootstrap
+from kraftform.cluster.topology import topology
 from kraftform.errors import KraftformError, SpecError, UsageError
 from kraftform.kafka.credentials import passwords, require_password
 from kraftform.plan.live import declared_principals
@@ -115,7 +115,7 @@ def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None,
     options = pulumi.ResourceOptions(parent=parent)
     image = docker.RemoteImage("spark-image", name=spark_image(), keep_locally=True, opts=options)
     spec = in_containers(specs.cluster)
-    bootstrap = ",".join(f"{n.name}:{CLIENT_PORT}" for n in topology(spec).brokers)
+    bootstrap = network_bootstrap(n.name for n in topology(spec).brokers)
     files = {str(p.relative_to(cfg.specs_dir)): p.read_text(encoding="utf-8") for p in spec_files(cfg.specs_dir)}
     users = {u.name: u for u in specs.users}
     return {c.name: SparkConsumer(c.name, c, spec.name, files, bootstrap, users[c.user].mechanism,

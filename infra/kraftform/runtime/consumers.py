@@ -13,8 +13,7 @@ from pathlib import Path
 
 from docker.models.containers import Container
 
-from kraftform.cluster.containers import ContainerSpec
-from kraftform.cluster.topology import CLIENT_PORT
+from kraftform.cluster.containers import ContainerSpec, network_bootstrap
 from kraftform.errors import ClusterUnhealthy, UsageError
 from kraftform.kafka.credentials import passwords, require_password
 from kraftform.runtime import deployment as dep
@@ -47,7 +46,7 @@ def container_specs(state_dir: Path, specs: SpecSet, specs_dir: Path, consumers:
     """The consumers' containers for the Docker cluster in `state_dir`: its network, its brokers' in-network
     listener and CA, each consumer's password read as the specs say (named if missing, never shown)."""
     deployment = _docker_deployment(state_dir)
-    bootstrap = ",".join(f"{n.name}:{CLIENT_PORT}" for n in deployment.nodes if "broker" in n.roles)
+    bootstrap = network_bootstrap(n.name for n in deployment.nodes if "broker" in n.roles)
     ca_pem = (state_dir / "ca.pem").read_text()
     files = {str(p.relative_to(specs_dir)): p.read_text(encoding="utf-8") for p in spec_files(specs_dir)}
     users = {u.name: u for u in specs.users}

@@ -66,7 +66,8 @@ def register(sub: Any) -> None:
                    help="seconds to wait until each is healthy: running, with a finished micro-batch (0: do not wait)")
     p.set_defaults(handler=cmd_up)
 
-    p = cs.add_parser("down", help="stop and remove the consumer containers (checkpoint volumes are kept)")
+    p = cs.add_parser("down", help="stop and remove the consumer containers and the Spark standalone cluster "
+                                   "(the checkpoint volume is kept)")
     p.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE), metavar="DIR")
     p.add_argument("--purge", action="store_true", help="also delete their checkpoint and output volumes")
     p.set_defaults(handler=cmd_down)
@@ -184,6 +185,10 @@ def cmd_up(args: argparse.Namespace) -> int:
         for line in log:
             print(line, file=sys.stderr)
     made = containers.container_specs(args.state_dir, specs, Path(args.specs_dir), chosen, image)
+    spark = containers.spark_cluster_specs(args.state_dir, specs, image)
+    if spark:
+        containers.spark_cluster_up(args.state_dir, spark, args.timeout or 300)
+        print(f"Spark standalone master {spark[0].name} with {len(spark) - 1} worker(s): up")
     for state in containers.up(args.state_dir, made, args.timeout or None):
         print(f"consumer {state.consumer}: container {state.container} {state.status}, {state.health}")
     return 0
@@ -193,7 +198,7 @@ def cmd_down(args: argparse.Namespace) -> int:
     from kraftform.runtime import consumers as containers
 
     removed = containers.down(args.state_dir, args.purge)
-    print(f"removed {len(removed)} consumer container(s){' and their volumes' if args.purge else ''}: "
+    print(f"removed {len(removed)} container(s){' and their volume' if args.purge else ''}: "
           f"{', '.join(removed) or 'none'}")
     return 0
 
@@ -204,7 +209,7 @@ def _container_status(args: argparse.Namespace) -> bool:
     from kraftform.runtime import consumers as containers
     from kraftform.runtime.deployment import STATE_FILE, load
     from kraftform.runtime.images import docker_client
-    from kraftform.spark.containers import CLIENT_CONFIG, SPECS_DIR, WORK_DIR
+    from kraftform.spark.containers import CLIENT_CONFIG, LABEL_SPARK, SPECS_DIR, WORK_DIR
 
     if args.command_config or not (args.state_dir / STATE_FILE).is_file() or \
             load(args.state_dir).runtime != "docker":
@@ -212,6 +217,8 @@ def _container_status(args: argparse.Namespace) -> bool:
     found = [s for s in containers.states(args.state_dir) if not args.name or s.consumer == args.name]
     if not found:
         return False
+    for spark in containers.states(args.state_dir, LABEL_SPARK):
+        print(f"Spark {spark.container}: {spark.status}, {spark.health}")
     client = docker_client()
     for state in found:
         print(f"{state.consumer}: container {state.container} {state.status}, {state.health}"

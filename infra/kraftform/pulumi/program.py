@@ -19,11 +19,12 @@ from kraftform.errors import KraftformError, SpecError, UsageError
 from kraftform.kafka.credentials import passwords, require_password
 from kraftform.plan.live import declared_principals
 from kraftform.pulumi.cluster import KafkaCluster
-from kraftform.pulumi.consumers import SparkConsumer
+from kraftform.pulumi.consumers import SparkCluster, SparkConsumer
 from kraftform.pulumi.policy import SPECS_TYPE
 from kraftform.pulumi.providers import Access, access_props
 from kraftform.pulumi.topics import Topics
 from kraftform.runtime.images import spark_image
+from kraftform.spark.containers import consumers_volume
 from kraftform.spec.loader import load_specs, spec_files
 from kraftform.spec.model import DEFAULT_ENTITY, SpecSet, UserSpec
 
@@ -115,12 +116,17 @@ def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None,
     options = pulumi.ResourceOptions(parent=parent)
     image = docker.RemoteImage("spark-image", name=spark_image(), keep_locally=True, opts=options)
     spec = in_containers(specs.cluster)
+    volume = docker.Volume("consumers-data", name=consumers_volume(spec.name), opts=options)
+    after = list(kafka)
+    if spec.spark.master == "standalone":
+        after += SparkCluster("spark", spec.name, spec.spark, cluster.network.name, cluster.ca_certificate, image,
+                              volume, options).containers
     bootstrap = network_bootstrap(n.name for n in topology(spec).brokers)
     files = {str(p.relative_to(cfg.specs_dir)): p.read_text(encoding="utf-8") for p in spec_files(cfg.specs_dir)}
     users = {u.name: u for u in specs.users}
     return {c.name: SparkConsumer(c.name, c, spec.name, files, bootstrap, users[c.user].mechanism,
                                   _password(users[c.user]), cluster.ca_certificate, cluster.network.name, image,
-                                  kafka, options) for c in specs.consumers}
+                                  volume, after, options) for c in specs.consumers}
 
 
 def build(cfg: StackConfig) -> Stack:

@@ -12,6 +12,7 @@ import contextlib
 import io
 import shutil
 import tarfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import docker
@@ -173,7 +174,7 @@ class DockerRuntime:
             return
         deployment = dep.load(self.state_dir)
         client = self.client
-        remove_attached(client, deployment.cluster_name, LABEL_CLUSTER, purge=True)
+        remove_attached(client, deployment.cluster_name, [LABEL_CLUSTER], purge=True)
         for record in deployment.nodes:
             remove_if_present(client, record.handle)
             with contextlib.suppress(NotFound):
@@ -198,20 +199,20 @@ def attached(client: docker.DockerClient, cluster: str, label: str = LABEL_CLUST
     return sorted((c for c in found if LABEL_NODE not in c.labels), key=lambda c: c.name or "")
 
 
-def remove_attached(client: docker.DockerClient, cluster: str, label: str, purge: bool) -> list[str]:
-    """Stop (SIGTERM, then SIGKILL after 60 s) and remove the attached containers carrying `label`; with
-    `purge`, their volumes too. Returns what each ran, by its `label` value."""
-    names = []
-    for container in attached(client, cluster, label):
-        names.append(container.labels.get(label, container.name or "?"))
-        volumes = [m.get("Name") for m in container.attrs.get("Mounts", []) if m.get("Type") == "volume"]
+def remove_attached(client: docker.DockerClient, cluster: str, labels: Sequence[str], purge: bool) -> list[str]:
+    """Stop (SIGTERM, then SIGKILL after 60 s) and remove the attached containers carrying any of `labels`;
+    with `purge`, then their volumes (which they may share). Returns their names."""
+    found = {c.name: c for label in labels for c in attached(client, cluster, label)}
+    volumes: set[str] = set()
+    for _name, container in sorted(found.items()):
+        volumes |= {m["Name"] for m in container.attrs.get("Mounts", []) if m.get("Type") == "volume"}
         with contextlib.suppress(NotFound):
             container.stop(timeout=60)
             container.remove(force=True)
-        for volume in volumes if purge else ():
-            with contextlib.suppress(NotFound):
-                client.volumes.get(volume).remove(force=True)
-    return names
+    for volume in sorted(volumes) if purge else ():
+        with contextlib.suppress(NotFound):
+            client.volumes.get(volume).remove(force=True)
+    return sorted(str(n) for n in found)
 
 
 def remove_if_present(client: docker.DockerClient, name: str) -> None:

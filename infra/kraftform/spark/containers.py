@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from kraftform.cluster.clientconfig import ClientAuth, java_properties
 from kraftform.cluster.containers import LABEL_CLUSTER, ContainerFile, ContainerSpec, Healthcheck
-from kraftform.spec.model import ConsumerSpec
+from kraftform.spec.model import ConsumerSpec, SparkSpec
 
 SPARK_VENV = "/opt/kraftform/venv"
 SPARK_CACHE = "/opt/kraftform/cache"
@@ -36,15 +36,27 @@ STALE_AFTER_MIN = 2
 START_PERIOD_S = 240
 
 LABEL_CONSUMER = "dev.kraftform.consumer"
+#: On the standalone master and workers, with the role as its value.
+LABEL_SPARK = "dev.kraftform.spark"
+SPARK_MASTER_PORT = 7077
+SPARK_MASTER_UI_PORT = 8080
+SPARK_WORKER_UI_PORT = 8081
+
+
+def spark_master_name(cluster: str) -> str:
+    """The standalone master's container, host name and network alias."""
+    return f"{cluster}-spark-master"
 
 
 def container_name(cluster: str, consumer: str) -> str:
     return f"{cluster}-consumer-{consumer}"
 
 
-def consumer_volume(cluster: str, consumer: str) -> str:
-    """The consumer's checkpoint and output volume: named after it, so a redeploy finds it again."""
-    return f"{container_name(cluster, consumer)}-data"
+def consumers_volume(cluster: str) -> str:
+    """The volume the consumers and the standalone workers share, at WORK_DIR in each: checkpoints (with state
+    executors write), Parquet output, event logs, heartbeats, each under the consumer's own paths. Named after
+    the cluster, so a redeploy (or a move between local and standalone masters) finds it again."""
+    return f"{cluster}-consumers-data"
 
 
 def consumer_container(consumer: ConsumerSpec, cluster: str, spec_files: Mapping[str, str], bootstrap: str,
@@ -67,5 +79,43 @@ def consumer_container(consumer: ConsumerSpec, cluster: str, spec_files: Mapping
         name=name, hostname=name, image=image,
         command=("kraftform", "consumers", "run", consumer.name, SPECS_DIR, "--command-config", CLIENT_CONFIG,
                  "--data-dir", WORK_DIR),
-        network=network, aliases=(name,), volume=consumer_volume(cluster, consumer.name), volume_path=WORK_DIR,
+        network=network, aliases=(name,), volume=consumers_volume(cluster), volume_path=WORK_DIR,
         files=files, healthcheck=check, labels={LABEL_CLUSTER: cluster, LABEL_CONSUMER: consumer.name})
+
+
+def _probe(url: str, condition: str = "True") -> tuple[str, ...]:
+    """A health check in the image's Python (it has no curl): GET `url` as JSON, healthy if `condition` holds."""
+    script = (f"import json, urllib.request; j = json.load(urllib.request.urlopen({url!r}, timeout=3)); "
+              f"assert {condition}")
+    return ("CMD", "python", "-c", script)
+
+
+def spark_cluster_containers(cluster: str, spark: SparkSpec, image: str, network: str, ca_pem: str
+                             ) -> tuple[ContainerSpec, ...]:
+    """A Spark standalone master and `spark.workers` workers from the consumers' image, for `master:
+    standalone`. Workers mount the consumers' volume at the same path (executors write checkpoint state and
+    Parquet files where the driver reads them) and hold the cluster's CA where the consumers do (executors
+    read Kafka with the driver's options, the truststore path among them)."""
+    master = spark_master_name(cluster)
+
+    def node(name: str, role: str, command: tuple[str, ...], ready: tuple[str, ...]) -> ContainerSpec:
+        return ContainerSpec(name=name, hostname=name, image=image, command=("spark-class", *command),
+                             network=network, aliases=(name,), volume=consumers_volume(cluster),
+                             volume_path=WORK_DIR, files=(ContainerFile(CA_FILE, ca_pem),),
+                             healthcheck=Healthcheck(ready, start_period_s=10),
+                             labels={LABEL_CLUSTER: cluster, LABEL_SPARK: role})
+
+    made = [node(master, "master", ("org.apache.spark.deploy.master.Master", "--host", master, "--port",
+                                    str(SPARK_MASTER_PORT), "--webui-port", str(SPARK_MASTER_UI_PORT)),
+                 _probe(f"http://localhost:{SPARK_MASTER_UI_PORT}/json/", "j['status'] == 'ALIVE'"))]
+    for index in range(spark.workers):
+        name = f"{cluster}-spark-worker-{index}"
+        made.append(node(
+            name, "worker",
+            ("org.apache.spark.deploy.worker.Worker", "--host", name, "--cores", str(spark.worker_cores),
+             "--memory", f"{spark.worker_memory_bytes // 2**20}m", "--webui-port", str(SPARK_WORKER_UI_PORT),
+             "--work-dir", f"{WORK_DIR}/spark-work/{name}", f"spark://{master}:{SPARK_MASTER_PORT}"),
+            # Healthy once the master lists it alive: registered, with its cores to offer.
+            _probe(f"http://{master}:{SPARK_MASTER_UI_PORT}/json/",
+                   f"any(w['host'] == {name!r} and w['state'] == 'ALIVE' for w in j['workers'])")))
+    return tuple(made)

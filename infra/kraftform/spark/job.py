@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -63,13 +64,19 @@ def spark_session(settings: JobSettings, work_dir: Path) -> Any:
     from kraftform.runtime.artifacts import connector_jars
 
     jars = connector_jars(Path(pyspark.__file__).parent / "jars")
-    # The machine's hostname may resolve to a loopback address Spark would not bind: name it.
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if settings.master.startswith("local"):
+        # The machine's hostname may resolve to a loopback address Spark would not bind: name it.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        driver_host, bind = "127.0.0.1", "127.0.0.1"
+    else:
+        # Executors elsewhere connect back to the driver: by this host's name (a container's is its name on
+        # the cluster's network), on every interface.
+        driver_host, bind = socket.gethostname(), "0.0.0.0"
     events = work_dir / "events"
     events.mkdir(parents=True, exist_ok=True)
     builder = (SparkSession.builder.master(settings.master).appName(f"kraftform-{settings.consumer}")
                .config("spark.jars", ",".join(map(str, jars)))
-               .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.driver.host", driver_host).config("spark.driver.bindAddress", bind)
                .config("spark.eventLog.enabled", "true").config("spark.eventLog.dir", str(events))
                .config("spark.eventLog.compress", "false"))
     for key, value in settings.spark_conf.items():

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kraftform.spark.containers import SPARK_MASTER_PORT, spark_master_name
 from kraftform.spark.query import QueryFacts, analyze
-from kraftform.spec.model import REALTIME, ConsumerSpec, SpecSet
+from kraftform.spec.model import REALTIME, ClusterSpec, ConsumerSpec, SpecSet
 from kraftform.units import parse_duration_ms
 
 #: How often a Real-time Mode query checkpoints (its "batch"); at least Spark's minimum of 5 s.
@@ -65,6 +66,16 @@ class JobSettings:
     @property
     def transactional_id(self) -> str:
         return self.source_options["groupIdPrefix"] + "-sink"
+
+
+def master_url(cluster: ClusterSpec, cores: int) -> str:
+    """The master a consumer's job is submitted to: a local master with its cores, the standalone master
+    kraftform runs beside the cluster (in Docker, by its container name), or an existing one."""
+    if cluster.spark.master == "local":
+        return f"local[{cores}]"
+    if cluster.spark.master == "standalone":
+        return f"spark://{spark_master_name(cluster.name)}:{SPARK_MASTER_PORT}"
+    return cluster.spark.master
 
 
 def input_partitions(consumer: ConsumerSpec, specs: SpecSet) -> int:
@@ -157,7 +168,14 @@ def job_settings(consumer: ConsumerSpec, specs: SpecSet) -> JobSettings:
         notes.append("exactly-once sink: " + ("one Kafka transaction per micro-batch, its batch id committed "
                                               "with it" if consumer.sink.type == "kafka" else
                                               "each micro-batch's files appear at once, under its batch id"))
+    master = master_url(specs.cluster, consumer.cores)
+    if not master.startswith("local"):
+        # Client mode: the driver is this process; the consumer's cores are what it takes of the cluster.
+        conf.setdefault("spark.cores.max", str(consumer.cores))
+        conf.setdefault("spark.executor.cores", str(min(consumer.cores, specs.cluster.spark.worker_cores)))
+        notes.append(f"submitted to {master} in client mode: the driver here, {consumer.cores} executor cores "
+                     f"there")
     return JobSettings(
-        consumer=consumer.name, master=f"local[{consumer.cores}]", trigger=trigger,
+        consumer=consumer.name, master=master, trigger=trigger,
         output_mode="update" if trigger.kind == "realtime" else "append", exactly_once=exactly_once,
         source_options=source, producer=dict(profile.producer), spark_conf=conf, facts=facts, notes=tuple(notes))

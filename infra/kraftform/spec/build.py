@@ -32,6 +32,7 @@ from kraftform.spec.model import (
     Security,
     Settings,
     SinkSpec,
+    SparkSpec,
     SpecSet,
     TopicSpec,
     UserSpec,
@@ -150,8 +151,17 @@ class Builder:
                                        **present(scope, "acl_principals", "acl_resources")),
             load=self._load(entry) if "load" in d else None,
             conventions=Conventions(conv.get("topic_name"), **bounds),
+            spark=self._spark(entry),
             location=entry.at(),
         )
+
+    def _spark(self, entry: Entry) -> SparkSpec:
+        d = entry.data.get("spark", {})
+        memory = self._convert(parse_size, d["worker_memory"], entry.at("spark", "worker_memory")) \
+            if "worker_memory" in d else None
+        given: dict[str, Any] = {**present(d, "master", "workers", "worker_cores"),
+                                 **({"worker_memory_bytes": memory} if memory is not None else {})}
+        return SparkSpec(**given)
 
     def _load(self, entry: Entry) -> Load | None:
         d = entry.data["load"]

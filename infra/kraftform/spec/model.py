@@ -111,6 +111,18 @@ class Load:
 
 
 @dataclass(frozen=True)
+class SparkSpec:
+    """Where the consumers' Spark jobs run: `local` (each consumer its own local master), `standalone` (a
+    Spark standalone master and `workers` workers kraftform runs in Docker beside the cluster), or the URL of
+    an existing master (spark://, k8s://, yarn) that kraftform did not create."""
+
+    master: str = "local"
+    workers: int = 2
+    worker_cores: int = 2
+    worker_memory_bytes: int = 2 * 1024**3
+
+
+@dataclass(frozen=True)
 class ClusterSpec:
     name: str
     brokers: int
@@ -127,6 +139,7 @@ class ClusterSpec:
     managed_scope: ManagedScope = ManagedScope()
     conventions: Conventions = Conventions()
     load: Load | None = None
+    spark: SparkSpec = SparkSpec()
     location: Location = _loc()
 
     def __post_init__(self) -> None:

@@ -12,10 +12,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 from docker.errors import NotFound
 
 from kraftform.runtime.images import build_spark, docker_client
-from kraftform.spark.containers import consumer_volume, container_name
+from kraftform.spark.containers import consumers_volume, container_name
 from kraftform.waiting import NotYet, poll
 
 from ..conftest import LiveCluster, unique
@@ -78,11 +79,11 @@ def test_a_consumer_container_fills_its_sink_and_continues_from_its_checkpoint_a
     assert f"{pipe.name}: container {name} running, healthy" in status.stdout and "done; lag" in status.stdout
 
     down = consumers("down", "--state-dir", state, "--purge")
-    assert down.returncode == 0 and f"removed 1 consumer container(s) and their volumes: {pipe.name}" in down.stdout
+    assert down.returncode == 0 and f"removed 1 container(s) and their volume: {name}" in down.stdout
     with pytest.raises(NotFound):
         client.containers.get(name)
     with pytest.raises(NotFound):
-        client.volumes.get(consumer_volume(docker_cluster.spec.name, pipe.name))
+        client.volumes.get(consumers_volume(docker_cluster.spec.name))
 
 
 def test_consumers_up_refuses_a_cluster_that_is_not_in_docker(local_cluster: LiveCluster, tmp_path: Path) -> None:
@@ -92,3 +93,40 @@ def test_consumers_up_refuses_a_cluster_that_is_not_in_docker(local_cluster: Liv
     done = consumers("up", str(root), "--state-dir", str(local_cluster.state_dir), "--image", "unused")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "holds a local cluster; consumers run in containers beside a cluster from" in done.stderr
+
+
+def test_a_consumer_submitted_to_a_standalone_spark_cluster_writes_what_it_writes_with_a_local_master(
+        docker_cluster: LiveCluster, tmp_path: Path) -> None:
+    image = build_spark(docker_client(), [])
+    state = str(docker_cluster.state_dir)
+    sent = payments(200, seed=31)
+    scored: dict[str, dict[str, dict[str, object]]] = {}
+    for master in ("local", "standalone"):
+        root = tmp_path / master / "specs"
+        root.mkdir(parents=True)
+        pipe = example_pipeline(Workspace(docker_cluster, root, unique(master[:5])), tmp_path / master,
+                                "fraud-scoring", trigger="2s")
+        cluster = yaml.safe_load((root / "cluster.yaml").read_text())
+        cluster["cluster"]["name"] = docker_cluster.spec.name  # the standalone master is named after it
+        cluster["cluster"]["spark"] = {"master": master, "workers": 2, "worker_cores": 1, "worker_memory": "1GiB"}
+        (root / "cluster.yaml").write_text(yaml.safe_dump(cluster))
+        assert pipe.produce((pipe.inputs[i % 2], p["payment_id"], p) for i, p in enumerate(sent)) == 200
+        up = consumers("up", str(root), "--state-dir", state, "--image", image)
+        assert up.returncode == 0, up.stdout + up.stderr
+        committed = sink_holds(pipe, {p["payment_id"] for p in sent})
+        # The same scores, whichever master ran the job ('source' names each run's own input topic).
+        scored[master] = {k.decode(): {f: v for f, v in json.loads(value).items() if f != "source"}
+                          for k, value in committed if k is not None}
+        if master == "standalone":
+            assert "Spark standalone master kftest-docker-spark-master with 2 worker(s): up" in up.stdout
+            logs = docker_client().containers.get(container_name(docker_cluster.spec.name, pipe.name)).logs()
+            assert b"submitted to spark://kftest-docker-spark-master:7077 in client mode" in logs
+            apps = docker_client().containers.get("kftest-docker-spark-master").exec_run(
+                ["python", "-c", "import urllib.request; print(urllib.request.urlopen("
+                                 "'http://localhost:8080/json/').read().decode())"]).output
+            running = json.loads(apps)["activeapps"]
+            assert [a["name"] for a in running] == ["kraftform-fraud-scoring"]
+            assert sum(a["cores"] for a in running) == 2  # the consumer's cores, one on each worker
+        down = consumers("down", "--state-dir", state, "--purge")
+        assert down.returncode == 0, down.stdout + down.stderr
+    assert scored["local"] == scored["standalone"] and len(scored["local"]) == 200

@@ -198,8 +198,9 @@ def test_each_consumer_is_a_container_beside_the_cluster_after_its_topics_and_ac
         assert MONITOR is not None
         assert sorted(c.name for c in mocks.of_type("kraftform:index:SparkConsumer")) == sorted(
             c.name for c in specs.consumers) == ["clickstream-sessionizer", "fraud-scoring"]
-        assert deployed == {c.name: {"container": f"platform-consumer-{c.name}",
-                                     "volume": f"platform-consumer-{c.name}-data"} for c in specs.consumers}
+        assert deployed == {c.name: {"container": f"platform-consumer-{c.name}", "volume": "platform-consumers-data"}
+                            for c in specs.consumers}
+        assert not mocks.of_type("kraftform:index:SparkCluster")  # the example runs local masters
         [image] = [i for i in mocks.of_type("docker:index/remoteImage:RemoteImage") if i.name == "spark-image"]
         assert image.inputs["name"].startswith("kraftform/spark:4.2.0-") and image.inputs["keepLocally"] is True
         container = next(c for c in mocks.of_type("docker:index/container:Container")
@@ -209,7 +210,7 @@ def test_each_consumer_is_a_container_beside_the_cluster_after_its_topics_and_ac
         assert container.inputs["command"][:4] == ["kraftform", "consumers", "run", "fraud-scoring"]
         assert container.inputs["networksAdvanced"] == [{"name": "kraftform-platform",
                                                          "aliases": ["platform-consumer-fraud-scoring"]}]
-        assert container.inputs["volumes"] == [{"volumeName": "platform-consumer-fraud-scoring-data",
+        assert container.inputs["volumes"] == [{"volumeName": "platform-consumers-data",
                                                 "containerPath": "/var/lib/kraftform"}]
         assert container.inputs["wait"] is True
         assert "health/fraud-scoring" in container.inputs["healthcheck"]["tests"][-1]
@@ -223,6 +224,6 @@ def test_each_consumer_is_a_container_beside_the_cluster_after_its_topics_and_ac
             client["content"]
         assert "/etc/kraftform/specs/consumers.yaml" in uploads
         waits_for = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies["fraud-scoring-consumer"]}
-        assert {"topics", "User:fraud-scoring", "fraud-scoring-consumer-data"} <= waits_for
+        assert {"topics", "User:fraud-scoring", "consumers-data"} <= waits_for
 
     return outputs["consumers"].apply(check)

@@ -9,10 +9,13 @@ from kraftform.spark.containers import (
     SPECS_DIR,
     WORK_DIR,
     consumer_container,
-    consumer_volume,
+    consumers_volume,
     container_name,
+    spark_cluster_containers,
+    spark_master_name,
 )
 from kraftform.spec.loader import load_specs
+from kraftform.spec.model import SparkSpec
 
 from ...conftest import EXAMPLE_SPECS
 
@@ -26,7 +29,7 @@ def test_a_consumer_runs_the_cli_job_with_its_own_login_from_a_private_file() ->
     assert spec.name == container_name("platform", "fraud-scoring") == "platform-consumer-fraud-scoring"
     assert spec.command == ("kraftform", "consumers", "run", "fraud-scoring", SPECS_DIR, "--command-config",
                             CLIENT_CONFIG, "--data-dir", WORK_DIR)
-    assert (spec.volume, spec.volume_path) == (consumer_volume("platform", "fraud-scoring"), WORK_DIR)
+    assert (spec.volume, spec.volume_path) == (consumers_volume("platform"), WORK_DIR)
     assert spec.labels == {"dev.kraftform.cluster": "platform", "dev.kraftform.consumer": "fraud-scoring"}
     assert spec.ports == ()  # nothing published: it only reaches out to the brokers
     files = {f.path: f for f in spec.files}
@@ -41,3 +44,21 @@ def test_a_consumer_runs_the_cli_job_with_its_own_login_from_a_private_file() ->
     # Healthy once the job has touched its heartbeat recently: its query runs and finished a micro-batch.
     assert spec.healthcheck is not None and f"{WORK_DIR}/health/fraud-scoring" in spec.healthcheck.test[-1]
     assert spec.healthcheck.start_period_s >= 120
+
+
+def test_a_standalone_cluster_is_a_master_and_workers_sharing_the_consumers_volume() -> None:
+    spark = SparkSpec(master="standalone", workers=2, worker_cores=3, worker_memory_bytes=1536 * 2**20)
+    master, *workers = spark_cluster_containers("platform", spark, "kraftform/spark:4.2.0-abc", "platform-net",
+                                                "CA PEM")
+    assert master.name == spark_master_name("platform") == "platform-spark-master"
+    assert master.command[:2] == ("spark-class", "org.apache.spark.deploy.master.Master")
+    assert [w.name for w in workers] == ["platform-spark-worker-0", "platform-spark-worker-1"]
+    worker = workers[0]
+    assert worker.command[-1] == "spark://platform-spark-master:7077"
+    assert worker.command[4:6] == ("--cores", "3") and worker.command[6:8] == ("--memory", "1536m")
+    # Executors write checkpoint state and Parquet files where the consumers' drivers read them.
+    assert {(s.volume, s.volume_path) for s in (master, *workers)} == {(consumers_volume("platform"), WORK_DIR)}
+    assert all(s.ports == () and [(f.path, f.content) for f in s.files] == [("/etc/kraftform/ca.pem", "CA PEM")]
+               for s in (master, *workers))  # executors read Kafka with the driver's truststore path
+    assert worker.healthcheck is not None and "platform-spark-worker-0" in worker.healthcheck.test[-1]
+    assert {s.labels["dev.kraftform.spark"] for s in (master, *workers)} == {"master", "worker"}

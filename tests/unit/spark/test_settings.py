@@ -9,7 +9,7 @@ import pytest
 
 from kraftform.spark.settings import REALTIME_BATCH_MS, SettingsError, job_settings
 from kraftform.spec.loader import load_specs
-from kraftform.spec.model import REALTIME, ConsumerSpec, SinkSpec, SpecSet
+from kraftform.spec.model import REALTIME, ConsumerSpec, SinkSpec, SparkSpec, SpecSet
 
 from ...conftest import EXAMPLE_SPECS
 
@@ -86,3 +86,20 @@ def test_a_profile_trigger_that_is_not_a_duration_is_named() -> None:
     profile = dataclasses.replace(specs.profiles["durability"], spark={"trigger": "soon"})
     with pytest.raises(SettingsError, match=r"profile 'durability': spark.trigger 'soon'"):
         job_settings(consumer, dataclasses.replace(specs, profiles={**specs.profiles, "durability": profile}))
+
+
+@pytest.mark.parametrize(("master", "url"), [
+    ("standalone", "spark://platform-spark-master:7077"),
+    ("spark://spark.example.com:7077", "spark://spark.example.com:7077"),
+    ("k8s://https://k8s.example.com:6443", "k8s://https://k8s.example.com:6443"),
+])
+def test_a_consumer_is_submitted_to_the_master_the_cluster_spec_names(master: str, url: str) -> None:
+    consumer, specs = example("fraud-scoring", cores=3)
+    cluster = dataclasses.replace(specs.cluster, spark=SparkSpec(master=master, worker_cores=2))
+    settings = job_settings(consumer, dataclasses.replace(specs, cluster=cluster))
+    assert settings.master == url
+    # Client mode: the consumer's cores are what it takes of the cluster, in executors a worker can hold.
+    assert (settings.spark_conf["spark.cores.max"], settings.spark_conf["spark.executor.cores"]) == ("3", "2")
+    assert f"submitted to {url} in client mode" in " ".join(settings.notes)
+    local = job_settings(consumer, specs)
+    assert local.master == "local[3]" and "spark.cores.max" not in local.spark_conf

@@ -64,6 +64,8 @@ def register(sub: Any) -> None:
                    help="the Spark image (default: kraftform/spark:<version>-<code digest>, built here if missing)")
     p.add_argument("--timeout", type=float, default=300,
                    help="seconds to wait until each is healthy: running, with a finished micro-batch (0: do not wait)")
+    p.add_argument("--allow-destructive", action="store_true",
+                   help="let a consumer start from a new checkpoint when its definition changed its state's shape")
     p.set_defaults(handler=cmd_up)
 
     p = cs.add_parser("down", help="stop and remove the consumer containers and the Spark standalone cluster "
@@ -184,7 +186,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         image = build_spark(docker_client(), log)
         for line in log:
             print(line, file=sys.stderr)
-    made = containers.container_specs(args.state_dir, specs, Path(args.specs_dir), chosen, image)
+    made = containers.container_specs(args.state_dir, specs, Path(args.specs_dir), chosen, image,
+                                      args.allow_destructive)
     spark = containers.spark_cluster_specs(args.state_dir, specs, image)
     if spark:
         containers.spark_cluster_up(args.state_dir, spark, args.timeout or 300)

@@ -15,17 +15,66 @@ container then fails its health check, and `pulumi up` with it) unless the consu
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
 
 import pulumi
 import pulumi_docker as docker
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ResourceProvider, UpdateResult
 
 from kraftform.cluster.containers import ContainerSpec
 from kraftform.pulumi.cluster import container_resource
+from kraftform.spark.checkpoint import StateShape, incompatibilities, state_shape
 from kraftform.spark.containers import START_PERIOD_S, consumer_container, spark_cluster_containers
-from kraftform.spec.model import ConsumerSpec, SparkSpec
+from kraftform.spark.settings import job_settings
+from kraftform.spec.model import ConsumerSpec, SparkSpec, SpecSet
 
 #: How long `pulumi up` waits for a consumer to be healthy: its start grace, plus a minute.
 WAIT_S = START_PERIOD_S + 60
+
+
+class ConsumerStateProvider(ResourceProvider):
+    """Guards a deployed consumer's checkpoint in `pulumi preview`: a definition whose state shape its
+    checkpoint cannot serve (new source topics, a changed grouping, aggregates or watermark of a stateful
+    query: `spark.checkpoint.incompatibilities`, as `kraftform diff` and `consumers run` judge it) fails
+    Check, unless the stack allows a state reset (`kraftform:allowStateReset`), in which case the consumer's
+    container runs with `--allow-destructive` and starts from a new checkpoint, the old one kept aside. It
+    holds no client and touches nothing: the shape is all it keeps."""
+
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        if olds and olds.get("shape"):
+            reasons = incompatibilities(StateShape.from_dict(olds["shape"]), StateShape.from_dict(news["shape"]))
+            if reasons and not news.get("allow_reset"):
+                return CheckResult(news, [CheckFailure("shape", (
+                    f"consumer {news['consumer']}: state reset: its checkpoint cannot serve the new definition "
+                    f"({'; '.join(reasons)}). To start it from a new checkpoint (the old one is kept aside; what "
+                    f"the sink holds stays), run once with `pulumi config set kraftform:allowStateReset true`, "
+                    f"then set it back to false"))])
+        return CheckResult(news, [])
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = (StateShape.from_dict(olds["shape"]) != StateShape.from_dict(news["shape"])
+                   or bool(olds.get("allow_reset")) != bool(news.get("allow_reset")))
+        return DiffResult(changes=changed, replaces=[], stables=["consumer"])
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult(props["consumer"], props)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(news)
+
+
+def state_inputs(consumer: ConsumerSpec, specs: SpecSet, allow_reset: bool) -> dict[str, Any]:
+    """The guard's inputs: the consumer's state shape as its checkpoint records it."""
+    return {"consumer": consumer.name, "allow_reset": allow_reset,
+            "shape": asdict(state_shape(consumer, job_settings(consumer, specs).facts))}
+
+
+class ConsumerState(pulumi.dynamic.Resource):
+    """A consumer's state-shape guard (`ConsumerStateProvider`)."""
+
+    def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions) -> None:
+        super().__init__(ConsumerStateProvider(), name, props, opts)
 
 
 class SparkConsumer(pulumi.ComponentResource):
@@ -34,19 +83,25 @@ class SparkConsumer(pulumi.ComponentResource):
     container_name: pulumi.Output[str]
     volume_name: pulumi.Output[str]
 
-    def __init__(self, name: str, consumer: ConsumerSpec, cluster: str, spec_files: Mapping[str, str],
-                 bootstrap: str, mechanism: str, password: pulumi.Input[str], ca_pem: pulumi.Input[str],
+    def __init__(self, name: str, consumer: ConsumerSpec, specs: SpecSet, spec_files: Mapping[str, str],
+                 bootstrap: str, password: pulumi.Input[str], ca_pem: pulumi.Input[str],
                  network: pulumi.Input[str], image: docker.RemoteImage, volume: docker.Volume,
-                 after: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None) -> None:
+                 after: Sequence[pulumi.Resource] = (), allow_reset: bool = False,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("kraftform:index:SparkConsumer", name, {"consumer": consumer.name}, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.state = ConsumerState(f"{name}-state", state_inputs(consumer, specs, allow_reset), child)
+        mechanism = next(u.mechanism for u in specs.users if u.name == consumer.user)
+        cluster = specs.cluster.name
         # Rendered with the password, so the whole spec would be secret; only its uploads are (made secret in
         # container_resource). Name, command, volume and health check stay readable in a preview.
         spec = pulumi.Output.unsecret(pulumi.Output.all(password, ca_pem, network, image.name).apply(
             lambda v: consumer_container(consumer, cluster, dict(spec_files), bootstrap, mechanism, v[0], v[1], v[2],
-                                         v[3])))
-        # After its topics and its principal's access (`after`): it logs in and reads as soon as it starts.
+                                         v[3], allow_reset)))
+        # After its state guard, its topics and its principal's access (`after`): it logs in and reads as soon
+        # as it starts.
         self.container = container_resource(f"{name}-consumer", spec, image.image_id, network, volume, self,
-                                            wait_timeout=WAIT_S, after=after)
+                                            wait_timeout=WAIT_S, after=[self.state, *after])
         self.container_name = self.container.name
         self.volume_name = volume.name
         self.register_outputs({"container": self.container.name, "volume": volume.name})

@@ -46,6 +46,9 @@ class StackConfig:
     #: Protection of topics and principals: removing one from the specs then fails instead of deleting its
     #: data or credential. Default: on in prod, off in dev (throw-away clusters).
     protect: bool | None = None
+    #: Let deployed consumers start from a new checkpoint when their definition changed its state's shape
+    #: (otherwise refused in preview). Meant for one run.
+    allow_state_reset: bool = False
 
     @property
     def protects(self) -> bool:
@@ -66,7 +69,7 @@ class StackConfig:
         return cls(project_dir / (c.get("specsDir") or "specs"), mode, env,  # type: ignore[arg-type]
                    c.get("image") or "official", c.get_secret("adminPassword"), c.get("bootstrapServers"),
                    c.get("username"), c.get_secret("password"), str(project_dir / ca_path) if ca_path else None,
-                   c.get_bool("protect"))
+                   c.get_bool("protect"), bool(c.get_bool("allowStateReset")))
 
 
 def load(specs_dir: Path) -> SpecSet:
@@ -124,9 +127,9 @@ def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None,
     bootstrap = network_bootstrap(n.name for n in topology(spec).brokers)
     files = {str(p.relative_to(cfg.specs_dir)): p.read_text(encoding="utf-8") for p in spec_files(cfg.specs_dir)}
     users = {u.name: u for u in specs.users}
-    return {c.name: SparkConsumer(c.name, c, spec.name, files, bootstrap, users[c.user].mechanism,
-                                  _password(users[c.user]), cluster.ca_certificate, cluster.network.name, image,
-                                  volume, after, options) for c in specs.consumers}
+    return {c.name: SparkConsumer(c.name, c, specs, files, bootstrap, _password(users[c.user]),
+                                  cluster.ca_certificate, cluster.network.name, image, volume, after,
+                                  cfg.allow_state_reset, options) for c in specs.consumers}
 
 
 def build(cfg: StackConfig) -> Stack:

@@ -55,7 +55,7 @@ def spark_cluster_specs(state_dir: Path, specs: SpecSet, image: str) -> tuple[Co
 
 
 def container_specs(state_dir: Path, specs: SpecSet, specs_dir: Path, consumers: Sequence[ConsumerSpec],
-                    image: str) -> list[ContainerSpec]:
+                    image: str, allow_reset: bool = False) -> list[ContainerSpec]:
     """The consumers' containers for the Docker cluster in `state_dir`: its network, its brokers' in-network
     listener and CA, each consumer's password read as the specs say (named if missing, never shown)."""
     deployment = _docker_deployment(state_dir)
@@ -68,7 +68,7 @@ def container_specs(state_dir: Path, specs: SpecSet, specs_dir: Path, consumers:
         user = users[consumer.user]
         password = require_password(user, passwords((user,)))
         made.append(consumer_container(consumer, deployment.cluster_name, files, bootstrap, user.mechanism, password,
-                                       ca_pem, deployment.extra["network"], image))
+                                       ca_pem, deployment.extra["network"], image, allow_reset))
     return made
 
 

@@ -38,6 +38,12 @@ class StateShape:
     watermark: str | None
     value_schema: str | None
 
+    @classmethod
+    def from_dict(cls, raw: Any) -> StateShape:
+        """From its JSON form (the checkpoint record, a Pulumi input): lists back to tuples."""
+        return cls(tuple(raw["topics"]), bool(raw["stateful"]), tuple(raw["grouping"]), tuple(raw["aggregates"]),
+                   raw.get("watermark"), raw.get("value_schema"))
+
 
 def state_shape(consumer: ConsumerSpec, facts: QueryFacts) -> StateShape:
     schema = " ".join(consumer.value.schema.split()) if consumer.value.schema else None
@@ -80,10 +86,7 @@ def _read_meta(checkpoint: Path) -> CheckpointMeta | None:
         return None
     try:
         data = json.loads(path.read_text())
-        raw = data["shape"]
-        shape = StateShape(tuple(raw["topics"]), bool(raw["stateful"]), tuple(raw["grouping"]),
-                           tuple(raw["aggregates"]), raw["watermark"], raw["value_schema"])
-        return CheckpointMeta(data["run_id"], data["consumer"], shape)
+        return CheckpointMeta(data["run_id"], data["consumer"], StateShape.from_dict(data["shape"]))
     except (ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"{path}: not a kraftform checkpoint record ({exc}); move the checkpoint away to "
                          f"start over") from None

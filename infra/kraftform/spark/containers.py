@@ -60,10 +60,11 @@ def consumers_volume(cluster: str) -> str:
 
 
 def consumer_container(consumer: ConsumerSpec, cluster: str, spec_files: Mapping[str, str], bootstrap: str,
-                       mechanism: str, password: str, ca_pem: str, network: str, image: str) -> ContainerSpec:
-    """One consumer running `kraftform consumers run` in local mode (the master its profile and cores give)
-    against `bootstrap`, the brokers' in-network listener; `spec_files` are the spec directory's files by
-    relative path."""
+                       mechanism: str, password: str, ca_pem: str, network: str, image: str,
+                       allow_reset: bool = False) -> ContainerSpec:
+    """One consumer running `kraftform consumers run` (on the master the specs name) against `bootstrap`, the
+    brokers' in-network listener; `spec_files` are the spec directory's files by relative path. With
+    `allow_reset`, a checkpoint the definition cannot reuse is set aside for a new one (`--allow-destructive`)."""
     name = container_name(cluster, consumer.name)
     client = java_properties(ClientAuth(bootstrap, consumer.user, password, mechanism, CA_FILE),
                              f"consumer {consumer.name}: its own login, over the brokers' in-network listener")
@@ -78,7 +79,7 @@ def consumer_container(consumer: ConsumerSpec, cluster: str, spec_files: Mapping
     return ContainerSpec(
         name=name, hostname=name, image=image,
         command=("kraftform", "consumers", "run", consumer.name, SPECS_DIR, "--command-config", CLIENT_CONFIG,
-                 "--data-dir", WORK_DIR),
+                 "--data-dir", WORK_DIR, *(["--allow-destructive"] if allow_reset else [])),
         network=network, aliases=(name,), volume=consumers_volume(cluster), volume_path=WORK_DIR,
         files=files, healthcheck=check, labels={LABEL_CLUSTER: cluster, LABEL_CONSUMER: consumer.name})
 

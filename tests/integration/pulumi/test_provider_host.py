@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from kraftform.kafka.connect import read_connection
 from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
 from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
+from kraftform.pulumi.consumers import ConsumerStateProvider, state_inputs
 from kraftform.pulumi.providers import AccessProvider
 from kraftform.pulumi.topics import TopicSetProvider
 from kraftform.runtime.tools import ACLS, CONFIGS, TOPICS, run_kafka_tool
@@ -237,3 +239,33 @@ def test_a_stack_made_clusters_ca_leaves_no_file_behind(host: ProviderHost, loca
     host.delete(provider, "topics", id_, outputs)
     assert name not in observe(read_connection(local_cluster.state_dir / "admin.properties")).state.topics
     assert list(host.tmpdir.iterdir()) == []
+
+
+def test_a_consumers_state_reset_is_refused_in_check_unless_the_stack_allows_it(host: ProviderHost) -> None:
+    """What `pulumi preview` shows when a deployed consumer's new definition cannot reuse its checkpoint."""
+    provider = ConsumerStateProvider()
+    specs = load_specs(EXAMPLE_SPECS)
+    sessionizer = next(c for c in specs.consumers if c.name == "clickstream-sessionizer")
+    props = state_inputs(sessionizer, specs, allow_reset=False)
+    inputs, failures = host.check(provider, "sessionizer-state", {}, props)
+    assert failures == []
+    id_, outputs = host.create(provider, "sessionizer-state", inputs)
+    same, failures = host.check(provider, "sessionizer-state", inputs, props)
+    assert failures == [] and host.diff(provider, "sessionizer-state", id_, outputs, same).changes == \
+        proto.DiffResponse.DIFF_NONE
+
+    # Grouping by device as well: the sessions' state in the checkpoint has another shape.
+    assert sessionizer.query is not None
+    regrouped = replace(sessionizer, query=sessionizer.query.replace(
+        "GROUP BY user_id,", "GROUP BY user_id, device,").replace("SELECT user_id,", "SELECT user_id, device,"))
+    changed = state_inputs(regrouped, replace(specs, consumers=(regrouped,)), allow_reset=False)
+    _, refused = host.check(provider, "sessionizer-state", inputs, changed)
+    [(prop, reason)] = refused
+    assert prop == "shape" and "consumer clickstream-sessionizer: state reset" in reason
+    assert "grouping" in reason and "kraftform:allowStateReset" in reason
+
+    allowed = {**changed, "allow_reset": True}
+    _, failures = host.check(provider, "sessionizer-state", inputs, allowed)
+    assert failures == []
+    assert host.diff(provider, "sessionizer-state", id_, outputs, allowed).changes == proto.DiffResponse.DIFF_SOME
+    host.update(provider, "sessionizer-state", id_, outputs, allowed)

@@ -175,7 +175,8 @@ def test_kafka_resources_wait_for_every_container(stack: tuple[Mocks, dict[str, 
     def check(_: Any) -> None:
         assert MONITOR is not None
         containers = {c.name for c in node_containers(mocks)}
-        kafka = [r.name for r in mocks.of_type("pulumi-python:dynamic:Resource") if not r.name.endswith("-secrets")]
+        kafka = [r.name for r in mocks.of_type("pulumi-python:dynamic:Resource")
+                 if not r.name.endswith(("-secrets", "-state"))]
         assert len(kafka) == 1 + 7  # the topics, and one resource per principal
         for name in kafka:
             waits_for = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies[name]}
@@ -224,6 +225,10 @@ def test_each_consumer_is_a_container_beside_the_cluster_after_its_topics_and_ac
             client["content"]
         assert "/etc/kraftform/specs/consumers.yaml" in uploads
         waits_for = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies["fraud-scoring-consumer"]}
-        assert {"topics", "User:fraud-scoring", "consumers-data"} <= waits_for
+        assert {"topics", "User:fraud-scoring", "consumers-data", "fraud-scoring-state"} <= waits_for
+        # Its checkpoint's state shape, guarded in preview (pulumi.consumers.ConsumerStateProvider).
+        [state] = [r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name == "fraud-scoring-state"]
+        assert state.inputs["shape"]["topics"] == ["payments.authorizations.v1", "payments.transactions.v1"]
+        assert state.inputs["allow_reset"] is False and "--allow-destructive" not in container.inputs["command"]
 
     return outputs["consumers"].apply(check)

@@ -13,7 +13,7 @@ from typing import Any, Literal, cast
 import pulumi
 import pulumi_docker as docker
 
-from kraftform.cluster.containers import LOCAL_IMAGE, OFFICIAL_IMAGE, in_containers, network_bootstrap
+from kraftform.cluster.containers import LABEL_CLUSTER, LOCAL_IMAGE, OFFICIAL_IMAGE, in_containers, network_bootstrap
 from kraftform.cluster.topology import topology
 from kraftform.errors import KraftformError, SpecError, UsageError
 from kraftform.kafka.credentials import passwords, require_password
@@ -49,6 +49,13 @@ class StackConfig:
     #: Let deployed consumers start from a new checkpoint when their definition changed its state's shape
     #: (otherwise refused in preview). Meant for one run.
     allow_state_reset: bool = False
+    #: Run the consumers in containers on the stack's Docker engine. Default: in docker mode yes; in external
+    #: mode no (the machine running `pulumi up` may not be where they belong).
+    deploy_consumers: bool | None = None
+
+    @property
+    def deploys_consumers(self) -> bool:
+        return self.mode == "docker" if self.deploy_consumers is None else self.deploy_consumers
 
     @property
     def protects(self) -> bool:
@@ -69,7 +76,7 @@ class StackConfig:
         return cls(project_dir / (c.get("specsDir") or "specs"), mode, env,  # type: ignore[arg-type]
                    c.get("image") or "official", c.get_secret("adminPassword"), c.get("bootstrapServers"),
                    c.get("username"), c.get_secret("password"), str(project_dir / ca_path) if ca_path else None,
-                   c.get_bool("protect"), bool(c.get_bool("allowStateReset")))
+                   c.get_bool("protect"), bool(c.get_bool("allowStateReset")), c.get_bool("deployConsumers"))
 
 
 def load(specs_dir: Path) -> SpecSet:
@@ -107,29 +114,38 @@ class Stack:
     kafka_resources: list[pulumi.Resource]
 
 
-def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None,
+def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None, ca_pem: pulumi.Input[str],
               kafka: list[pulumi.Resource]) -> dict[str, SparkConsumer]:
-    """Each consumer in a container beside the stack's cluster (docker mode), once its topics and its
-    principal's access exist. An external cluster's consumers are not deployed by the stack (nothing says
-    where their containers would run or how they reach the brokers): they run with `kraftform consumers run`."""
+    """Each consumer in a container on the stack's Docker engine, once its topics and its principal's access
+    exist: beside the stack's cluster on its network (docker mode), or on a network of its own reaching an
+    existing cluster at `kraftform:bootstrapServers` (external mode, when `kraftform:deployConsumers` asks)."""
     parent = pulumi.ComponentResource("kraftform:index:Consumers", "consumers",
                                       {"declared": [c.name for c in specs.consumers]})
-    if cluster is None or not specs.consumers:
+    if not cfg.deploys_consumers or not specs.consumers:
         return {}
     options = pulumi.ResourceOptions(parent=parent)
     image = docker.RemoteImage("spark-image", name=spark_image(), keep_locally=True, opts=options)
     spec = in_containers(specs.cluster)
-    volume = docker.Volume("consumers-data", name=consumers_volume(spec.name), opts=options)
+    volume = docker.Volume("consumers-data", name=consumers_volume(spec.name), opts=pulumi.ResourceOptions(
+        parent=parent, protect=cfg.protects))  # the checkpoints: what the sinks' exactly-once rests on
+    if cluster is None and not cfg.ca_path:
+        raise pulumi.RunError("kraftform:deployConsumers in external mode needs kraftform:caPath: the consumers' "
+                              "containers trust the cluster's CA")
+    if cluster is not None:
+        network: pulumi.Input[str] = cluster.network.name
+        bootstrap = network_bootstrap(n.name for n in topology(spec).brokers)
+    else:
+        network = docker.Network("consumers-network", name=f"kraftform-{spec.name}-consumers",
+                                 labels=[docker.NetworkLabelArgs(label=LABEL_CLUSTER, value=spec.name)],
+                                 opts=options).name
+        bootstrap = cfg.bootstrap or ""
     after = list(kafka)
     if spec.spark.master == "standalone":
-        after += SparkCluster("spark", spec.name, spec.spark, cluster.network.name, cluster.ca_certificate, image,
-                              volume, options).containers
-    bootstrap = network_bootstrap(n.name for n in topology(spec).brokers)
+        after += SparkCluster("spark", spec.name, spec.spark, network, ca_pem, image, volume, options).containers
     files = {str(p.relative_to(cfg.specs_dir)): p.read_text(encoding="utf-8") for p in spec_files(cfg.specs_dir)}
     users = {u.name: u for u in specs.users}
-    return {c.name: SparkConsumer(c.name, c, specs, files, bootstrap, _password(users[c.user]),
-                                  cluster.ca_certificate, cluster.network.name, image, volume, after,
-                                  cfg.allow_state_reset, options) for c in specs.consumers}
+    return {c.name: SparkConsumer(c.name, c, specs, files, bootstrap, _password(users[c.user]), ca_pem, network,
+                                  image, volume, after, cfg.allow_state_reset, options) for c in specs.consumers}
 
 
 def build(cfg: StackConfig) -> Stack:
@@ -175,7 +191,7 @@ def build(cfg: StackConfig) -> Stack:
         made.append(Access(principal, access_props(principal, specs, password), connection, under(access)))
     if any(q.entity.user in (None, DEFAULT_ENTITY) for q in specs.quotas):
         made.append(Access("default-quotas", access_props(None, specs, None), connection, under(access)))
-    deployed = consumers(cfg, specs, cluster, made)
+    deployed = consumers(cfg, specs, cluster, ca, made)
 
     def per_profile(values: list[Any]) -> dict[str, dict[str, dict[str, str]]]:
         """Each profile's producer and consumer settings with the connection (users add their own login)."""

@@ -72,6 +72,7 @@ def test_prod_topics_and_principals_are_protected(stack: tuple[Mocks, dict[str, 
 @pytest.mark.parametrize(("changes", "message"), [
     ({"password": None}, "external mode needs kraftform:bootstrapServers"),
     ({"ca_path": "/nonexistent/ca.pem"}, "kraftform:caPath: /nonexistent/ca.pem is not a file"),
+    ({"deploy_consumers": True, "ca_path": None}, "kraftform:deployConsumers in external mode needs kraftform:caPath"),
 ])
 def test_missing_connection_settings_are_named(tmp_path: Path, changes: dict[str, Any], message: str) -> None:
     from kraftform.pulumi.program import build

@@ -1,0 +1,48 @@
+"""The prod (external) stack with `kraftform:deployConsumers`: the consumers in containers on the stack's
+Docker engine, on a network of their own, reaching the existing cluster at its own address."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, built_stack, pulumi_test
+from .test_program_external import BOOTSTRAP, CA, prod_config
+
+MONITOR: RecordingMonitor | None = None
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mocks, dict[str, Any]]]:
+    global MONITOR
+    with built_stack("prod-consumers", lambda: prod_config(tmp_path_factory.mktemp("prod"), deploy_consumers=True)
+                     ) as (mocks, MONITOR, outputs):
+        yield mocks, outputs
+
+
+@pulumi_test
+def test_consumers_reach_an_existing_cluster_from_containers_of_their_own(
+        stack: tuple[Mocks, dict[str, Any]]) -> Any:
+    mocks, outputs = stack
+
+    def check(deployed: dict[str, Any]) -> None:
+        assert MONITOR is not None
+        assert set(deployed) == {"fraud-scoring", "clickstream-sessionizer"}
+        [network] = mocks.of_type("docker:index/network:Network")
+        assert network.inputs["name"] == "kraftform-platform-consumers"
+        containers = mocks.of_type("docker:index/container:Container")
+        assert sorted(c.name for c in containers) == ["clickstream-sessionizer-consumer", "fraud-scoring-consumer"]
+        container = next(c for c in containers if c.name == "fraud-scoring-consumer")
+        assert container.inputs["image"] == IMAGE_ID
+        assert container.inputs["networksAdvanced"][0]["name"] == "kraftform-platform-consumers"
+        wrapped = container.inputs["uploads"]
+        assert wrapped[SECRET_SIG] == SECRET_VALUE
+        uploads = {u["file"]: u["content"] for u in wrapped["value"]}
+        assert f"bootstrap.servers={BOOTSTRAP}\n" in uploads["/etc/kraftform/client.properties"]
+        assert uploads["/etc/kraftform/ca.pem"] == CA
+        # prod: the checkpoints' volume is protected like the topics and principals.
+        assert MONITOR.protected["consumers-data"]
+
+    return outputs["consumers"].apply(check)

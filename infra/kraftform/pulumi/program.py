@@ -52,6 +52,9 @@ class StackConfig:
     #: Run the consumers in containers on the stack's Docker engine. Default: in docker mode yes; in external
     #: mode no (the machine running `pulumi up` may not be where they belong).
     deploy_consumers: bool | None = None
+    #: The consumers' image: by default the locally built `kraftform/spark:<version>-<code digest>`; any image
+    #: honouring its contract (docs/spark.md) by name.
+    spark_image: str | None = None
 
     @property
     def deploys_consumers(self) -> bool:
@@ -76,7 +79,8 @@ class StackConfig:
         return cls(project_dir / (c.get("specsDir") or "specs"), mode, env,  # type: ignore[arg-type]
                    c.get("image") or "official", c.get_secret("adminPassword"), c.get("bootstrapServers"),
                    c.get("username"), c.get_secret("password"), str(project_dir / ca_path) if ca_path else None,
-                   c.get_bool("protect"), bool(c.get_bool("allowStateReset")), c.get_bool("deployConsumers"))
+                   c.get_bool("protect"), bool(c.get_bool("allowStateReset")), c.get_bool("deployConsumers"),
+                   c.get("sparkImage"))
 
 
 def load(specs_dir: Path) -> SpecSet:
@@ -124,7 +128,7 @@ def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None, ca
     if not cfg.deploys_consumers or not specs.consumers:
         return {}
     options = pulumi.ResourceOptions(parent=parent)
-    image = docker.RemoteImage("spark-image", name=spark_image(), keep_locally=True, opts=options)
+    image = docker.RemoteImage("spark-image", name=cfg.spark_image or spark_image(), keep_locally=True, opts=options)
     spec = in_containers(specs.cluster)
     volume = docker.Volume("consumers-data", name=consumers_volume(spec.name), opts=pulumi.ResourceOptions(
         parent=parent, protect=cfg.protects))  # the checkpoints: what the sinks' exactly-once rests on

@@ -12,12 +12,15 @@ from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, 
 from .test_program_external import BOOTSTRAP, CA, prod_config
 
 MONITOR: RecordingMonitor | None = None
+#: `kraftform:sparkImage`: an image honouring the consumers' contract, built and pushed elsewhere.
+IMAGE = "registry.example.com/platform/kraftform-spark:4.2.0-1"
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mocks, dict[str, Any]]]:
     global MONITOR
-    with built_stack("prod-consumers", lambda: prod_config(tmp_path_factory.mktemp("prod"), deploy_consumers=True)
+    with built_stack("prod-consumers", lambda: prod_config(tmp_path_factory.mktemp("prod"), deploy_consumers=True,
+                                                           spark_image=IMAGE)
                      ) as (mocks, MONITOR, outputs):
         yield mocks, outputs
 
@@ -30,6 +33,8 @@ def test_consumers_reach_an_existing_cluster_from_containers_of_their_own(
     def check(deployed: dict[str, Any]) -> None:
         assert MONITOR is not None
         assert set(deployed) == {"fraud-scoring", "clickstream-sessionizer"}
+        [image] = mocks.of_type("docker:index/remoteImage:RemoteImage")
+        assert image.inputs["name"] == IMAGE
         [network] = mocks.of_type("docker:index/network:Network")
         assert network.inputs["name"] == "kraftform-platform-consumers"
         containers = mocks.of_type("docker:index/container:Container")

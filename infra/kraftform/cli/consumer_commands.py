@@ -7,6 +7,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,12 +84,17 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_feed)
 
 
-def _consumer(specs: SpecSet, name: str) -> ConsumerSpec:
-    found = next((c for c in specs.consumers if c.name == name), None)
-    if found is None:
-        raise UsageError(f"no consumer {name!r} in the specs (declared: "
+def _consumers(specs: SpecSet, names: Sequence[str]) -> list[ConsumerSpec]:
+    """The consumers named (every one the specs declare when none is), each unknown name reported."""
+    unknown = sorted(set(names) - {c.name for c in specs.consumers})
+    if unknown:
+        raise UsageError(f"no consumer {', '.join(map(repr, unknown))} in the specs (declared: "
                          f"{', '.join(c.name for c in specs.consumers) or 'none'})")
-    return found
+    return [c for c in specs.consumers if not names or c.name in names]
+
+
+def _consumer(specs: SpecSet, name: str) -> ConsumerSpec:
+    return _consumers(specs, [name])[0]
 
 
 def _cluster(args: argparse.Namespace) -> Connection:
@@ -176,7 +182,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     from kraftform.runtime.images import build_spark, docker_client
 
     specs = load_specs(args.specs_dir)
-    chosen = containers.chosen(specs, args.name)
+    chosen = _consumers(specs, args.name)
     if not chosen:
         print("no consumers declared")
         return 0

@@ -78,7 +78,7 @@ class ConsumerState(pulumi.dynamic.Resource):
 
 
 class SparkConsumer(pulumi.ComponentResource):
-    """One consumer's volume and container; outputs their names."""
+    """One consumer's container (and its state guard), on the consumers' shared volume; outputs both names."""
 
     container_name: pulumi.Output[str]
     volume_name: pulumi.Output[str]
@@ -117,6 +117,7 @@ class SparkCluster(pulumi.ComponentResource):
         super().__init__("kraftform:index:SparkCluster", name, {"workers": spark.workers}, opts)
         specs = pulumi.Output.all(network, image.name, ca_pem).apply(
             lambda v: spark_cluster_containers(cluster, spark, v[1], v[0], v[2]))
+
         def one(index: int) -> pulumi.Output[ContainerSpec]:
             return specs.apply(lambda all_specs: all_specs[index])
 

@@ -25,7 +25,7 @@ from kraftform.pulumi.providers import Access, access_props
 from kraftform.pulumi.topics import Topics
 from kraftform.runtime.images import spark_image
 from kraftform.spark.containers import consumers_volume
-from kraftform.spec.loader import load_specs, spec_files
+from kraftform.spec.loader import load_specs, spec_texts
 from kraftform.spec.model import DEFAULT_ENTITY, SpecSet, UserSpec
 
 IMAGES = {"official": OFFICIAL_IMAGE, "local": LOCAL_IMAGE}
@@ -146,7 +146,7 @@ def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None, ca
     after = list(kafka)
     if spec.spark.master == "standalone":
         after += SparkCluster("spark", spec.name, spec.spark, network, ca_pem, image, volume, options).containers
-    files = {str(p.relative_to(cfg.specs_dir)): p.read_text(encoding="utf-8") for p in spec_files(cfg.specs_dir)}
+    files = spec_texts(cfg.specs_dir)
     users = {u.name: u for u in specs.users}
     return {c.name: SparkConsumer(c.name, c, specs, files, bootstrap, _password(users[c.user]), ca_pem, network,
                                   image, volume, after, cfg.allow_state_reset, options) for c in specs.consumers}

@@ -30,7 +30,7 @@ from pulumi.dynamic import (
 )
 
 from kraftform.kafka.admin import Admin
-from kraftform.kafka.apply import Applier, ApplyOptions
+from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
@@ -144,15 +144,9 @@ class TopicSetProvider(ResourceProvider):
         return ReadResult(id_, {**props, "topics": topics})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        """`pulumi destroy` of a stack that does not protect its topics (Pulumi's `protect` stops it otherwise)."""
-        names = sorted(props.get("topics") or {})
-        with connection_of(props) as connection:
-            admin = Admin(connection)
-            gone = [n for n in names if n in first_read(connection, "the stack's topics", names, admin).topics]
-            plan = Plan.of([Change(Action.DELETE, Kind.TOPIC, n, Safety.DESTRUCTIVE, "removed from the stack")
-                            for n in gone])
-            Applier(connection, {}, ApplyOptions(allow_destructive=True), lambda _m: None, admin).run(plan)
-            _wait_gone(connection, gone, admin)
+        """`pulumi destroy` of a stack that does not protect its topics (Pulumi's `protect` stops it otherwise):
+        every topic of the set removed."""
+        self._reconcile({**props, "topics": {}}, removed=sorted(props.get("topics") or {}))
 
 
 def _wait_gone(connection: Connection, names: list[str], admin: Admin) -> None:

@@ -20,7 +20,7 @@ from kraftform.kafka.credentials import passwords, require_password
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.docker_engine import DockerRuntime, attached, remove_attached, remove_if_present
 from kraftform.spark.containers import LABEL_CONSUMER, LABEL_SPARK, consumer_container, spark_cluster_containers
-from kraftform.spec.loader import spec_files
+from kraftform.spec.loader import spec_texts
 from kraftform.spec.model import ConsumerSpec, SpecSet
 from kraftform.waiting import NotYet, poll
 
@@ -32,14 +32,6 @@ def _docker_deployment(state_dir: Path) -> dep.Deployment:
                          f"cluster from `kraftform cluster up --runtime docker` (for a local cluster, run one with "
                          f"`kraftform consumers run NAME`)")
     return deployment
-
-
-def chosen(specs: SpecSet, names: Sequence[str]) -> list[ConsumerSpec]:
-    unknown = sorted(set(names) - {c.name for c in specs.consumers})
-    if unknown:
-        raise UsageError(f"no consumer {', '.join(map(repr, unknown))} in the specs (declared: "
-                         f"{', '.join(c.name for c in specs.consumers) or 'none'})")
-    return [c for c in specs.consumers if not names or c.name in names]
 
 
 def spark_cluster_specs(state_dir: Path, specs: SpecSet, image: str) -> tuple[ContainerSpec, ...]:
@@ -61,7 +53,7 @@ def container_specs(state_dir: Path, specs: SpecSet, specs_dir: Path, consumers:
     deployment = _docker_deployment(state_dir)
     bootstrap = network_bootstrap(n.name for n in deployment.nodes if "broker" in n.roles)
     ca_pem = (state_dir / "ca.pem").read_text()
-    files = {str(p.relative_to(specs_dir)): p.read_text(encoding="utf-8") for p in spec_files(specs_dir)}
+    files = spec_texts(specs_dir)
     users = {u.name: u for u in specs.users}
     made = []
     for consumer in consumers:

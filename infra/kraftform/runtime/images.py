@@ -185,19 +185,18 @@ def build_spark(client: docker.DockerClient, log: list[str]) -> str:
     root = _project_root()
 
     def fill(context: Path) -> None:
+        done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(context / "wheels"),
+                               f"{root}[spark]"], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise EnvironmentMissing(f"pip wheel {root}[spark] failed:\n{(done.stderr or done.stdout)[-2000:]}")
         # Dependencies and kraftform in separate layers: a change to kraftform's code rebuilds only the last.
-        for target, spec, extra in ((context / "wheels", f"{root}[spark]", []),
-                                    (context / "kraftform", str(root), ["--no-deps"])):
-            done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(target), *extra,
-                                   spec], capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise EnvironmentMissing(f"pip wheel {spec} failed:\n{(done.stderr or done.stdout)[-2000:]}")
+        (context / "kraftform").mkdir()
         for wheel in (context / "wheels").glob("kraftform-*.whl"):
-            wheel.unlink()
+            wheel.rename(context / "kraftform" / wheel.name)
         shutil.copytree(connector_home(), context / "connector")
 
     _build(client, tag, SPARK_DOCKERFILE, fill)
-    log.append(f"{tag}: built (pyspark {SPARK_VERSION} with its Kafka connector, kraftform {code_digest()})")
+    log.append(f"{tag}: built (pyspark {SPARK_VERSION} with its Kafka connector and this kraftform)")
     for image in client.images.list(name="kraftform/spark"):
         # Earlier builds of other code: 1.7 GB each. One a container still uses stays (Docker refuses).
         for old in (t for t in image.tags if t != tag):

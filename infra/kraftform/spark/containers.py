@@ -84,7 +84,7 @@ def consumer_container(consumer: ConsumerSpec, cluster: str, spec_files: Mapping
         files=files, healthcheck=check, labels={LABEL_CLUSTER: cluster, LABEL_CONSUMER: consumer.name})
 
 
-def _probe(url: str, condition: str = "True") -> tuple[str, ...]:
+def _probe(url: str, condition: str) -> tuple[str, ...]:
     """A health check in the image's Python (it has no curl): GET `url` as JSON, healthy if `condition` holds."""
     script = (f"import json, urllib.request; j = json.load(urllib.request.urlopen({url!r}, timeout=3)); "
               f"assert {condition}")

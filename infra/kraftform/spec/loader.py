@@ -31,6 +31,11 @@ def spec_files(specs_dir: Path) -> list[Path]:
     )
 
 
+def spec_texts(specs_dir: Path) -> dict[str, str]:
+    """The spec files' text by path relative to the directory: what a consumer's container gets as its specs."""
+    return {str(p.relative_to(specs_dir)): p.read_text(encoding="utf-8") for p in spec_files(specs_dir)}
+
+
 def load_documents(specs_dir: Path) -> list[SourceDoc]:
     """Parse and schema-check every file; raise with all problems of both phases."""
     docs, problems, _ = _read(specs_dir)

@@ -1,6 +1,7 @@
 """Built-in profiles: the settings that trade durability, latency and throughput against each other.
 
-The values come from the course material kraftform was distilled from (see DESIGN.md). `balanced` is
+The values come from the course material kraftform was distilled from (see DESIGN.md), except where a
+measurement showed the profile missing its promise (noted at the value). `balanced` is
 Kafka's own defaults, spelled out so a profile diff shows what another profile changes. Specs may override
 a built-in's keys or define new profiles that extend one; `merge_profile` is the one place that layering
 happens, so the CLI, the planner and the Spark job agree on a profile's effective settings.
@@ -57,7 +58,10 @@ THROUGHPUT = Profile(
     name="throughput",
     description="Large compressed batches and large fetches; leader-only acknowledgement.",
     topic={},
-    producer={"batch.size": "100000", "linger.ms": "100", "compression.type": "lz4", "acks": "1",
+    # 256 KiB batches, not the course's 100,000 bytes: measured by `kraftform verify` on a 3-broker TLS cluster
+    # (1 KB JSON records, 3 partitions), 100,000-byte batches made 2.8x the MB/s of Kafka's defaults, 256 KiB
+    # batches 5-6x (fewer, better-compressed requests); 1 MiB added nothing more.
+    producer={"batch.size": "262144", "linger.ms": "100", "compression.type": "lz4", "acks": "1",
               "enable.idempotence": "false"},
     consumer={"fetch.min.bytes": "100000", "fetch.max.wait.ms": "500", "max.poll.records": "5000"},
     broker={"num.io.threads": "16", "num.network.threads": "8"},

@@ -7,7 +7,7 @@ from kraftform.spec.model import Profile
 def test_builtin_profiles_carry_the_course_settings() -> None:
     t, lat, d = BUILTIN_PROFILES["throughput"], BUILTIN_PROFILES["latency"], BUILTIN_PROFILES["durability"]
     assert (t.producer["batch.size"], t.producer["linger.ms"], t.producer["compression.type"],
-            t.producer["acks"], t.consumer["fetch.min.bytes"]) == ("100000", "100", "lz4", "1", "100000")
+            t.producer["acks"], t.consumer["fetch.min.bytes"]) == ("262144", "100", "lz4", "1", "100000")
     assert (lat.producer["linger.ms"], lat.producer["compression.type"], lat.producer["acks"],
             lat.consumer["fetch.min.bytes"]) == ("0", "none", "1", "1")
     assert int(lat.broker["num.replica.fetchers"]) > 1

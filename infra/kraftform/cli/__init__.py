@@ -11,7 +11,14 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from kraftform.cli import cluster_commands, consumer_commands, reconcile_commands, secret_commands, spec_commands
+from kraftform.cli import (
+    cluster_commands,
+    consumer_commands,
+    reconcile_commands,
+    secret_commands,
+    spec_commands,
+    verify_commands,
+)
 from kraftform.errors import KraftformError, SpecError, UsageError
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES = 0, 1, 2
@@ -40,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_commands.register(sub)
     secret_commands.register(sub)
     consumer_commands.register(sub)
+    verify_commands.register(sub)
+    # `verify` runs other commands in its own process, as a user would run them; handing it this entry point
+    # keeps the command modules from importing their own package.
+    parser.set_defaults(entry_point=main)
     return parser
 
 

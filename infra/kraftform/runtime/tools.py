@@ -17,13 +17,27 @@ CONFIGS = "kafka.admin.ConfigCommand"  # kafka-configs.sh
 ACLS = "org.apache.kafka.tools.AclCommand"  # kafka-acls.sh
 METADATA_QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"  # kafka-metadata-quorum.sh
 TOPICS = "org.apache.kafka.tools.TopicCommand"  # kafka-topics.sh
+VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"  # kafka-verifiable-producer.sh
+VERIFIABLE_CONSUMER = "org.apache.kafka.tools.VerifiableConsumer"  # kafka-verifiable-consumer.sh
+PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"  # kafka-producer-perf-test.sh
+CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"  # kafka-consumer-perf-test.sh
+
+
+#: For tools whose speed is measured: the JIT's full optimisation (the one-shot options stop at C1).
+MEASURING_JAVA_OPTIONS = ("-Xmx512m",)
+
+
+def kafka_tool_command(main_class: str, args: Sequence[str], kafka_version: str = KAFKA_VERSION,
+                       java_options: Sequence[str] = TOOL_JAVA_OPTIONS) -> list[str]:
+    """The command line that runs one of Kafka's tools from the fetched jars."""
+    home = ensure_kafka(kafka_version)
+    return [java_binary(), *java_options, "-cp", str(home / "libs" / "*"), main_class, *args]
 
 
 def run_kafka_tool(main_class: str, args: Sequence[str], kafka_version: str = KAFKA_VERSION,
                    timeout: float = 120) -> str:
     """Run one tool to completion; its stdout, or an error carrying the end of its stderr."""
-    home = ensure_kafka(kafka_version)
-    command = [java_binary(), *TOOL_JAVA_OPTIONS, "-cp", str(home / "libs" / "*"), main_class, *args]
+    command = kafka_tool_command(main_class, args, kafka_version)
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     if done.returncode != 0:
         tool = main_class.rsplit(".", 1)[-1]

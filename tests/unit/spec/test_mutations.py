@@ -13,13 +13,13 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kraftform.cli import main
+from kraftform.verify.mutations import mutate, paths
 
 from ...conftest import EXAMPLE_SPECS
 
@@ -34,44 +34,15 @@ odd_values = st.one_of(
 )
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
-def _mutate(data: Any, path: tuple[Any, ...], how: str, value: Any) -> Any:
-    if not path:
-        return value if how == "replace" else data
-    parent = data
-    for part in path[:-1]:
-        parent = parent[part]
-    last = path[-1]
-    if how == "replace":
-        parent[last] = value
-    elif how == "delete":
-        del parent[last]
-    elif how == "duplicate" and isinstance(parent, list):
-        parent.append(parent[last])
-    elif how == "unknown_key" and isinstance(parent[last], dict):
-        parent[last]["x_unknown"] = value
-    return data
-
-
 @st.composite
 def mutated_specs(draw: st.DrawFn) -> tuple[Path, str]:
     rel = draw(st.sampled_from(FILES))
     text = (EXAMPLE_SPECS / rel).read_text()
     if draw(st.booleans()):
         data = yaml.safe_load(text)
-        path = draw(st.sampled_from(_paths(data)))
+        path = draw(st.sampled_from(paths(data)))
         how = draw(st.sampled_from(["replace", "delete", "duplicate", "unknown_key"]))
-        new = yaml.safe_dump(_mutate(data, path, how, draw(odd_values)), allow_unicode=True)
+        new = yaml.safe_dump(mutate(data, path, how, draw(odd_values)), allow_unicode=True)
     else:
         cut = draw(st.integers(min_value=0, max_value=len(text)))
         junk = draw(st.one_of(st.text(max_size=12), st.sampled_from(["\t", ": :", "- [", "{", "&a *a", "\n  - "])))

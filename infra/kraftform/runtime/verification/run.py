@@ -1,0 +1,359 @@
+"""`kraftform verify`: every check against one cluster, in one run, into one report.
+
+The cluster is one this run starts from the specs' cluster section (purged at the end), one started
+earlier by `kraftform cluster up` (`--state-dir`), or any cluster a client config reaches
+(`--command-config`; its nodes are not kraftform's, so the checks that kill a node do not run there).
+The work directory keeps every tool's output; the secret scan reads it, and it is kept when a check fails.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import stat
+import statistics
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kraftform.errors import KraftformError, UsageError
+from kraftform.kafka.connect import read_connection
+from kraftform.runtime import get_runtime, runtime_of
+from kraftform.runtime.deployment import load
+from kraftform.runtime.verification import durability, performance, resilience
+from kraftform.runtime.verification.target import Target
+from kraftform.spec.loader import load_specs
+from kraftform.spec.model import Profile, SpecSet
+from kraftform.verify.report import Check, Outcome, Report, Table, check
+from kraftform.verify.secretscan import Leak, find_leaks
+from kraftform.verify.toolout import ProducerRun
+
+Progress = Callable[[str], None]
+FAILURE_PROFILES = ("durability", "throughput", "latency")
+SPEED_PROFILES = ("balanced", "durability", "latency", "throughput")
+#: Share of a paced run left out of its latencies: measured here, a new producer JVM's first ~5 s at 1,000
+#: records/s have 100-200 ms spikes (JIT, connections) that are gone by its tenth second.
+PACED_WARMUP = 1 / 3
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    failure_records: int
+    failure_rate: int
+    controller_records: int
+    controller_rate: int
+    perf_records: int
+    paced_rate: int
+    paced_records: int
+    spec_sets: int
+    plan_every: int
+    kill_trials: int
+
+
+QUICK = Mode("quick", failure_records=100_000, failure_rate=10_000, controller_records=60_000,
+             controller_rate=5_000, perf_records=60_000, paced_rate=1_000, paced_records=20_000,
+             spec_sets=500, plan_every=10, kill_trials=20)
+FULL = Mode("full", failure_records=500_000, failure_rate=20_000, controller_records=200_000,
+            controller_rate=10_000, perf_records=300_000, paced_rate=1_000, paced_records=60_000,
+            spec_sets=2_000, plan_every=1, kill_trials=50)
+
+
+@dataclass
+class Options:
+    specs_dir: Path
+    mode: Mode
+    state_dir: Path | None = None
+    command_config: Path | None = None
+    runtime: str = "local"
+    work_dir: Path | None = None
+    keep: bool = False
+    scan: Sequence[Path] = ()
+    seed: int = 1
+    #: The CLI's entry point, which the spec-set check runs in this process.
+    cli: resilience.EntryPoint | None = None
+
+
+def _not_run(area: str, guarantee: str, why: str) -> Check:
+    return Check(area, guarantee, Outcome.NOT_RUN, why)
+
+
+class Verification:
+    """One run: the target, the checks in order, and the tables they fill."""
+
+    def __init__(self, options: Options, progress: Progress) -> None:
+        self.options = options
+        self.progress = progress
+        self.specs: SpecSet = load_specs(options.specs_dir)
+        self.checks: list[Check] = []
+        self.tables: list[Table] = []
+        self.secrets: dict[str, str] = {}
+        self.own_state: Path | None = None
+
+    def profile(self, name: str) -> Profile:
+        return self.specs.profiles[name]
+
+    # -- the target ------------------------------------------------------------------------------------
+
+    def target(self, workdir: Path) -> Target:
+        run_id = uuid.uuid4().hex[:8]
+        o = self.options
+        if o.command_config is not None:
+            connection = read_connection(o.command_config)
+            target = Target(connection, workdir, f"the cluster at {connection.bootstrap} ({o.command_config})",
+                            run_id)
+            target.brokers = len(target.admin().list_topics(timeout=30).brokers)
+            return target
+        state = o.state_dir
+        if state is None:
+            state = self.own_state = workdir / "cluster"
+            cluster = dataclasses.replace(self.specs.cluster, name=f"{self.specs.cluster.name}-verify")
+            self.progress(f"starting a {o.runtime} cluster from {o.specs_dir} (cluster {cluster.name!r}) ...")
+            runtime = get_runtime(o.runtime, state)
+            if o.runtime == "docker":
+                from kraftform.runtime.images import build_kafka, docker_client
+
+                build_kafka(docker_client(), [], cluster.kafka_version)
+            runtime.up(cluster, timeout=300)
+            description = f"a {o.runtime} cluster of {cluster.brokers} brokers started for this run"
+        else:
+            description = f"the cluster in {state}"
+        deployment = load(state)
+        return Target(read_connection(state / "admin.properties"), workdir, description, run_id,
+                      runtime_of(state), {n.node_id: n.name for n in deployment.nodes}, state, deployment.brokers)
+
+    # -- checks ----------------------------------------------------------------------------------------
+
+    def timed(self, area: str, run: Callable[[], None]) -> None:
+        self.progress(f"== {area}")
+        start = time.monotonic()
+        try:
+            run()
+        except KraftformError as exc:
+            self.checks.append(Check(area, "the check itself ran to its end", Outcome.FAIL, str(exc)[-400:],
+                                     time.monotonic() - start))
+        self.progress(f"   {area}: {time.monotonic() - start:.0f} s")
+
+    def failures(self, target: Target) -> None:
+        mode = self.options.mode
+        rows = []
+        for name in FAILURE_PROFILES:
+            profile = self.profile(name)
+            area = f"delivery ({name})"
+            if target.runtime is None:
+                self.checks.append(_not_run(area, "leader SIGKILLed mid-stream", "the nodes are not kraftform's"))
+                continue
+            self.progress(f"  {name}: {mode.failure_records:,} records at {mode.failure_rate:,}/s, "
+                          f"partition leader SIGKILLed at 40% ...")
+            run = durability.leader_failure(target, profile, mode.failure_records, mode.failure_rate)
+            rows.append(self._failure_row(run, "partition leader"))
+            d = run.delivery
+            measured = (f"{d.acked:,} acknowledged, {d.lost} lost, {d.duplicates} duplicated; "
+                        f"{run.send_errors:,} sends failed ({d.unacked_read:,} of them written anyway)")
+            if run.acks == "-1":
+                self.checks.append(check(area, "no acknowledged record lost or written twice when the partition "
+                                         "leader is SIGKILLed", d.lost == 0 and d.duplicates == 0
+                                         and d.acked == run.sent, measured, run.seconds))
+            else:
+                self.checks.append(Check(area, f"acks={run.acks}: none promised; what a leader SIGKILL costs",
+                                         Outcome.MEASURED, measured, run.seconds))
+        if target.runtime is not None:
+            self.progress(f"  durability: {mode.controller_records:,} records at {mode.controller_rate:,}/s, "
+                          f"active controller SIGKILLed ...")
+            run = durability.controller_failure(target, self.profile("durability"), mode.controller_records,
+                                                mode.controller_rate)
+            rows.append(self._failure_row(run, "active controller"))
+            d = run.delivery
+            self.checks.append(check(
+                "controller failover", "writes go on and a topic can be created while the active controller is "
+                "down; nothing lost", run.acked_while_down > 0 and bool(run.metadata_write_while_down)
+                and d.lost == 0, f"new controller after {run.failover_s:.1f} s; {run.acked_while_down:,} writes "
+                f"acknowledged while it was down; topic created: {run.metadata_write_while_down}; {d.lost} lost",
+                run.seconds))
+        else:
+            self.checks.append(_not_run("controller failover", "active controller SIGKILLed",
+                                        "the nodes are not kraftform's"))
+        if rows:
+            self.tables.append(Table(
+                "Delivery under failure (VerifiableProducer, then VerifiableConsumer reading the whole log)",
+                ("profile", "acks", "killed", "sent", "acknowledged", "send errors", "read", "lost", "duplicates",
+                 "failed yet written", "failover s", "acked while down"), tuple(rows)))
+
+    @staticmethod
+    def _failure_row(run: durability.FailureRun, what: str) -> tuple[str, ...]:
+        d = run.delivery
+        return (run.profile, run.acks, f"{what} ({run.killed})", f"{run.sent:,}", f"{d.acked:,}",
+                f"{run.send_errors:,}", f"{d.read:,}", str(d.lost), str(d.duplicates), f"{d.unacked_read:,}",
+                f"{run.failover_s:.1f}", f"{run.acked_while_down:,}")
+
+    def speeds(self, target: Target) -> None:
+        mode = self.options.mode
+        payload = performance.payload_file(target.workdir / "payload.json")
+        profiles = {name: self.profile(name) for name in SPEED_PROFILES}
+        # An unmeasured run first warms the brokers' JIT and page cache, so the first profile is not penalised.
+        self.progress("  warm-up run ...")
+        performance.produce(target, dataclasses.replace(profiles["balanced"], name="warm-up"), "saturated",
+                            mode.perf_records // 2, -1, payload)
+        self.progress(f"  paced runs: {mode.paced_records:,} records at {mode.paced_rate:,}/s per profile ...")
+        paced = {n: performance.produce(target, p, "paced", mode.paced_records, mode.paced_rate, payload,
+                                        warmup=PACED_WARMUP) for n, p in profiles.items()}
+        rounds: dict[str, list[ProducerRun]] = {n: [] for n in profiles}
+        for number, order in enumerate((list(profiles), list(profiles)[::-1]), 1):
+            self.progress(f"  saturated runs, round {number}: {mode.perf_records:,} records per profile "
+                          f"({', '.join(order)}) ...")
+            for n in order:
+                rounds[n].append(performance.produce(target, profiles[n], f"saturated-{number}",
+                                                     mode.perf_records, -1, payload))
+        self.progress("  reading back ...")
+        consumed = {n: performance.consume(target, p, "saturated-1", mode.perf_records) for n, p in profiles.items()}
+        mb = {n: statistics.mean(r.mb_per_s for r in runs) for n, runs in rounds.items()}
+        rows = []
+        for n, p in profiles.items():
+            settings = ", ".join(f"{k}={p.producer[k]}" for k in ("acks", "linger.ms", "batch.size",
+                                                                    "compression.type") if k in p.producer)
+            first = rounds[n][0]
+            rows.append((n + (" (Kafka's defaults)" if n == "balanced" else ""), settings,
+                         " / ".join(f"{r.mb_per_s:.1f}" for r in rounds[n]), f"{mb[n]:.1f}",
+                         f"{statistics.mean(r.records_per_s for r in rounds[n]):,.0f}",
+                         f"{first.p50_ms:.0f} / {first.p99_ms:.0f}",
+                         f"{paced[n].p50_ms:.0f} / {paced[n].p99_ms:.0f} / {paced[n].max_ms:.0f}",
+                         f"{consumed[n].mb_per_s:.1f}", f"{consumed[n].records_per_s:,.0f}"))
+        self.tables.append(Table(
+            f"Profiles side by side (ProducerPerformance and ConsumerPerformance, 1 KB JSON records, "
+            f"{performance.PARTITIONS} partitions; paced runs at {mode.paced_rate:,} records/s first, then two "
+            f"rounds of saturated runs in opposite orders; latencies without each run's warm-up records: the "
+            f"first third of a paced run, a tenth of a saturated one)",
+            ("profile", "producer settings", "produce MB/s (rounds)", "produce MB/s (mean)", "produce records/s",
+             "saturated p50 / p99 ms", "paced p50 / p99 / max ms", "consume MB/s", "consume records/s"),
+            tuple(rows)))
+        ratio = mb["throughput"] / mb["balanced"]
+        self.checks.append(check("profiles", "throughput produces at least 3x the MB/s of Kafka's defaults",
+                                 ratio >= 3, f"{mb['throughput']:.1f} against {mb['balanced']:.1f} MB/s: {ratio:.1f}x"))
+        fast, quick = paced["throughput"], paced["latency"]
+        self.checks.append(check("profiles", "latency's p99 below throughput's at the same paced rate",
+                                 quick.p99_ms < fast.p99_ms, f"{quick.p99_ms:.0f} against {fast.p99_ms:.0f} ms "
+                                 f"(p50 {quick.p50_ms:.0f} against {fast.p50_ms:.0f} ms)"))
+        change = mb["durability"] / mb["balanced"] - 1
+        self.checks.append(Check("profiles", "durability's cost against Kafka's defaults", Outcome.MEASURED,
+                                 f"{mb['durability']:.1f} against {mb['balanced']:.1f} MB/s ({change:+.0%}); paced p99 "
+                                 f"{paced['durability'].p99_ms:.0f} against {paced['balanced'].p99_ms:.0f} ms"))
+
+    def resilience(self, target: Target) -> None:
+        mode, o = self.options.mode, self.options
+        self.progress(f"  {mode.spec_sets} mutated spec sets through validate, diff and plan ...")
+        if o.cli is None:
+            raise UsageError("the spec-set check needs the CLI's entry point")
+        fuzz = resilience.fuzz(target, o.cli, o.specs_dir, mode.spec_sets, mode.plan_every, o.seed, self.progress)
+        self.checks.append(check(
+            "resilience", "no generated spec set makes validate, diff or plan crash", not fuzz.crashes,
+            f"{fuzz.sets} sets, {fuzz.runs} commands ({fuzz.rejected} sets rejected with located errors, "
+            f"{fuzz.planned} live plans): {len(fuzz.crashes)} crash(es)"
+            + (f"; first: {fuzz.crashes[0]}" if fuzz.crashes else ""), fuzz.seconds))
+        self.progress(f"  {mode.kill_trials} applies SIGKILLed at random points ...")
+        start = time.monotonic()
+        trials, passwords = resilience.kill_trials(target, self.trial_cluster(), mode.kill_trials, o.seed,
+                                                   self.progress)
+        self.secrets.update({f"password of a verify user ({k})": v for k, v in passwords.items()})
+        converged = sum(1 for t in trials if t.converged)
+        reached = Counter(resilience.stage(t.reached) for t in trials)
+        self.tables.append(Table("Applies SIGKILLed at random points, then applied again and planned",
+                                 ("trial", "killed after s", "last step reported", "converged"),
+                                 tuple((str(t.trial), f"{t.killed_after_s:.1f}", t.reached,
+                                        "yes" if t.converged else f"NO: {t.detail[-200:]}") for t in trials)))
+        self.checks.append(check(
+            "resilience", "an apply SIGKILLed anywhere converges on the next apply (plan empty after)",
+            converged == len(trials) and len(trials) >= mode.kill_trials,
+            f"{converged} of {len(trials)} trials converged; killed at: "
+            + ", ".join(f"{k} ({n})" for k, n in sorted(reached.items())), time.monotonic() - start))
+
+    def trial_cluster(self) -> dict[str, Any]:
+        """The specs' cluster section for the trials' spec sets (conventions and scopes are the trials' own)."""
+        for path in sorted(self.options.specs_dir.rglob("*.y*ml")):
+            data = yaml.safe_load(path.read_text())
+            if isinstance(data, dict) and isinstance(data.get("cluster"), dict):
+                cluster = {k: v for k, v in data["cluster"].items()
+                           if k not in ("conventions", "managed_scope", "acl_scope")}
+                if self.own_state is not None:
+                    cluster["name"] = f"{cluster['name']}-verify"
+                return cluster
+        raise UsageError(f"{self.options.specs_dir}: no cluster section")
+
+    def secret_scan(self, target: Target, rendered: str) -> None:
+        if target.connection.password:
+            self.secrets["the admin password"] = target.connection.password
+        roots = [target.workdir, *([target.state_dir] if target.state_dir else []), *self.options.scan]
+        leaks: list[Leak] = find_leaks("the report", rendered, self.secrets)
+        files = size = 0
+        private: list[str] = []
+        for path in _files(roots):
+            explicit = any(path == p or p in path.parents for p in self.options.scan)
+            if not explicit and stat.S_IMODE(path.stat().st_mode) & 0o077 == 0:
+                private.append(path.name)  # owner-only: a credential store by design
+                continue
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            files, size = files + 1, size + len(text)
+            leaks += find_leaks(str(path), text, self.secrets)
+        where = ", ".join(f"{leak.where}:{leak.line} ({leak.secret})" for leak in leaks[:5])
+        self.checks.append(check(
+            "secrets", "no secret in plain text in any log, plan, state file or output of the run", not leaks,
+            f"{files} files ({size / 1e6:.1f} MB) and the report scanned for {len(self.secrets)} secrets and PEM "
+            f"private keys: {len(leaks)} found{': ' + where if leaks else ''}; {len(private)} owner-only "
+            f"(0600) credential files not scanned ({', '.join(sorted(set(private))[:6])})"))
+
+
+def _files(roots: Iterable[Path]) -> Iterable[Path]:
+    """Every file under `roots`, except inside Kafka's log directories (the records themselves, not logs:
+    a directory holding meta.properties)."""
+    for root in roots:
+        if root.is_file():
+            yield root
+        elif root.is_dir():
+            for dirpath, dirs, names in os.walk(root):
+                if "meta.properties" in names:
+                    dirs.clear()
+                    continue
+                for name in names:
+                    path = Path(dirpath) / name
+                    if path.is_file() and not path.is_symlink():
+                        yield path
+
+
+def verify(options: Options, progress: Progress, render: Callable[[Report], str]) -> tuple[Report, Path]:
+    """Run every check; the report and the work directory (removed when every check passed and not kept)."""
+    if options.state_dir is not None and options.command_config is not None:
+        raise UsageError("give --state-dir or --command-config, not both")
+    start = time.monotonic()
+    run = Verification(options, progress)
+    workdir = options.work_dir or Path(tempfile.mkdtemp(prefix="kraftform-verify-"))
+    (workdir / "logs").mkdir(parents=True, exist_ok=True)
+    target = run.target(workdir)
+    try:
+        # Speeds first: the failure checks restart nodes, and a restarted JVM's first minutes (its JIT) would
+        # show in the latencies.
+        run.timed("profile performance", lambda: run.speeds(target))
+        run.timed("delivery under failure", lambda: run.failures(target))
+        run.timed("resilience", lambda: run.resilience(target))
+        target.delete_topics()
+    finally:
+        if run.own_state is not None:
+            get_runtime(options.runtime, run.own_state).stop()
+    draft = Report(options.mode.name, target.description, tuple(run.checks), tuple(run.tables),
+                   time.monotonic() - start)
+    run.secret_scan(target, render(draft))
+    report = dataclasses.replace(draft, checks=tuple(run.checks), seconds=time.monotonic() - start,
+                                 notes=(f"work directory: {workdir}",))
+    if run.own_state is not None:
+        get_runtime(options.runtime, run.own_state).down(purge=True)
+    shutil.rmtree(workdir / "configs", ignore_errors=True)
+    if report.passed and not options.keep and options.work_dir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+        report = dataclasses.replace(report, notes=())
+    return report, workdir

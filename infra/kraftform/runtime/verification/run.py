@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from confluent_kafka import KafkaException
 
-from kraftform.errors import KraftformError, UsageError
+from kraftform.errors import ConnectionFailed, KraftformError, UsageError
 from kraftform.kafka.connect import read_connection
 from kraftform.runtime import get_runtime, runtime_of
 from kraftform.runtime.deployment import load
@@ -110,7 +111,10 @@ class Verification:
             connection = read_connection(o.command_config)
             target = Target(connection, workdir, f"the cluster at {connection.bootstrap} ({o.command_config})",
                             run_id)
-            target.brokers = len(target.admin().list_topics(timeout=30).brokers)
+            try:
+                target.brokers = len(target.admin().list_topics(timeout=30).brokers)
+            except KafkaException as exc:
+                raise ConnectionFailed(f"{connection.bootstrap} ({o.command_config}): {exc}") from None
             return target
         state = o.state_dir
         if state is None:
@@ -334,8 +338,8 @@ def verify(options: Options, progress: Progress, render: Callable[[Report], str]
     run = Verification(options, progress)
     workdir = options.work_dir or Path(tempfile.mkdtemp(prefix="kraftform-verify-"))
     (workdir / "logs").mkdir(parents=True, exist_ok=True)
-    target = run.target(workdir)
     try:
+        target = run.target(workdir)
         # Speeds first: the failure checks restart nodes, and a restarted JVM's first minutes (its JIT) would
         # show in the latencies.
         run.timed("profile performance", lambda: run.speeds(target))
@@ -343,7 +347,7 @@ def verify(options: Options, progress: Progress, render: Callable[[Report], str]
         run.timed("resilience", lambda: run.resilience(target))
         target.delete_topics()
     finally:
-        if run.own_state is not None:
+        if run.own_state is not None and (run.own_state / "cluster.json").is_file():
             get_runtime(options.runtime, run.own_state).stop()
     draft = Report(options.mode.name, target.description, tuple(run.checks), tuple(run.tables),
                    time.monotonic() - start)

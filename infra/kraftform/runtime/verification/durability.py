@@ -27,6 +27,8 @@ from kraftform.verify.toolout import ProducerLog, consumed_values, events
 from kraftform.waiting import NotYet, poll
 
 #: Settings of the verify run, not of the profile: the tools set these themselves.
+#: The Java producer's default `retries` (Integer.MAX_VALUE), bounded in time by delivery.timeout.ms.
+KAFKA_DEFAULT_RETRIES = "2147483647"
 #: Metadata records a follower controller may trail by and count as caught up (heartbeats keep the log moving).
 CAUGHT_UP = 50
 TOOL_OWNED = ("acks", "key.serializer", "value.serializer", "group.id", "enable.auto.commit")
@@ -52,7 +54,10 @@ class ProducerWatch:
     """A VerifiableProducer run, read line by line on a thread so the caller can act mid-stream."""
 
     def __init__(self, target: Target, topic: str, profile: Profile, records: int, rate: int, name: str) -> None:
-        settings = {k: v for k, v in profile.producer.items() if k not in TOOL_OWNED}
+        # VerifiableProducer sets retries=0 unless its config says otherwise; an application's producer has
+        # Kafka's default, so the profile is measured with that unless it sets its own.
+        settings = {"retries": KAFKA_DEFAULT_RETRIES,
+                    **{k: v for k, v in profile.producer.items() if k not in TOOL_OWNED}}
         config = target.client_config(f"{name}-producer", settings)
         self.acks = acks_flag(profile.producer.get("acks", "all"))
         self.log = ProducerLog()

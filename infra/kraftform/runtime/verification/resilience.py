@@ -32,6 +32,8 @@ from kraftform.verify import specsets
 from kraftform.verify.mutations import mutated_set
 
 Progress = Callable[[str], None]
+#: A trial whose apply ended before its kill: it does not count as a killed apply.
+FINISHED = "finished before the kill"
 EntryPoint = Callable[[Sequence[str]], int]
 #: What `kraftform apply` reports as it goes (on stderr, between the plan it prints and its last line).
 PROGRESS = re.compile(r"^(\[\d+/\d+\] |observed |waiting |Applied )")
@@ -167,7 +169,7 @@ class Trials:
                                        stdout=log, stderr=subprocess.STDOUT, env=self.env)
             try:
                 process.wait(timeout=after_s)
-                return "finished before the kill"
+                return FINISHED
             except subprocess.TimeoutExpired:
                 os.kill(process.pid, signal.SIGKILL)
                 process.wait()
@@ -177,8 +179,9 @@ class Trials:
 
 def kill_trials(target: Target, cluster: dict[str, Any], count: int, seed: int, progress: Progress
                 ) -> tuple[list[KillTrial], dict[str, str]]:
-    """`count` applies SIGKILLed at random points, each followed by an apply and a plan that must be empty.
-    Returns the trials and the passwords the users were given (for the secret scan)."""
+    """`count` applies SIGKILLed at random points, each followed by an apply and a plan that must be empty (a
+    trial whose apply finished before its kill is reported, and one more is run). Returns the trials and the
+    passwords the users were given (for the secret scan)."""
     trials = Trials(target, cluster, seed)
     rng = random.Random(seed)
     # A first, unkilled apply measures how long one takes, so the kills fall inside one.
@@ -189,7 +192,9 @@ def kill_trials(target: Target, cluster: dict[str, Any], count: int, seed: int, 
     results = []
     if first.returncode != 0:
         results.append(KillTrial(0, 0.0, "unkilled first apply", False, first.stderr[-500:]))
-    for trial in range(1, count + 1):
+    trial = killed = 0
+    while killed < count and trial < 2 * count:
+        trial += 1
         trials.write(specsets.trial_sections(trials.topic_prefix, trials.user_prefix, target.brokers, trial, seed))
         after = rng.uniform(0.1, 0.95) * full
         reached = trials.killed_apply(after, f"trial-{trial}-killed")
@@ -198,10 +203,11 @@ def kill_trials(target: Target, cluster: dict[str, Any], count: int, seed: int, 
         converged = again.returncode == 0 and plan.returncode == 0
         detail = "" if converged else (again.stderr or plan.stdout)[-500:]
         results.append(KillTrial(trial, after, reached, converged, detail))
+        killed += reached != FINISHED
         progress(f"  trial {trial}: killed after {after:.1f} s ({reached}); "
                  f"{'converged' if converged else 'DID NOT converge'}")
     trials.write(specsets.empty_sections(trials.user_prefix))
     cleanup = trials.apply("trials-cleanup")
     if cleanup.returncode != 0:
-        results.append(KillTrial(count + 1, 0.0, "cleanup", False, cleanup.stderr[-500:]))
+        results.append(KillTrial(trial + 1, 0.0, "cleanup", False, cleanup.stderr[-500:]))
     return results, trials.passwords

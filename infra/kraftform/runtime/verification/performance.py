@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import time
 from pathlib import Path
 
 from kraftform.errors import KafkaRequestFailed
@@ -65,6 +66,17 @@ def _run(target: Target, main_class: str, args: list[str], name: str, timeout: f
         stderr = (target.workdir / "logs" / f"{name}.stderr").read_text()[-1500:]
         raise KafkaRequestFailed(f"{main_class.rsplit('.', 1)[-1]} failed (exit {code}):\n{stderr or out[-1500:]}")
     return out
+
+
+def wait_quiet(timeout: float = 180) -> float:
+    """Write dirty pages and wait until the 1-minute load average is at most the core count (up to `timeout`
+    s): measured right after a test suite, this machine's leftover writeback and load set every latency."""
+    start = time.monotonic()
+    os.sync()
+    cores = os.cpu_count() or 1
+    while os.getloadavg()[0] > cores and time.monotonic() - start < timeout:
+        time.sleep(5)
+    return time.monotonic() - start
 
 
 def produce(target: Target, profile: Profile, label: str, count: int, rate: int, payload: Path,

@@ -43,6 +43,7 @@ SPEED_PROFILES = ("balanced", "durability", "latency", "throughput")
 #: Share of a paced run left out of its latencies: measured here, a new producer JVM's first ~5 s at 1,000
 #: records/s have 100-200 ms spikes (JIT, connections) that are gone by its tenth second.
 PACED_WARMUP = 1 / 3
+SATURATED_WARMUP = 0.1
 
 
 @dataclass(frozen=True)
@@ -208,23 +209,21 @@ class Verification:
         self.progress("  warm-up run ...")
         performance.produce(target, dataclasses.replace(profiles["balanced"], name="warm-up"), "saturated",
                             mode.perf_records // 2, -1, payload)
-        paced_rounds: dict[str, list[ProducerRun]] = {n: [] for n in profiles}
-        for number, order in enumerate((list(profiles), list(profiles)[::-1]), 1):
-            self.progress(f"  paced runs, round {number}: {mode.paced_records:,} records at {mode.paced_rate:,}/s "
-                          f"per profile ({', '.join(order)}) ...")
-            for n in order:
-                paced_rounds[n].append(performance.produce(target, profiles[n], f"paced-{number}",
-                                                           mode.paced_records, mode.paced_rate, payload,
-                                                           warmup=PACED_WARMUP))
+
+        def two_rounds(label: str, count: int, rate: int, warmup: float) -> dict[str, list[ProducerRun]]:
+            """Every profile once, then again in the opposite order, so no profile gains from its place."""
+            runs: dict[str, list[ProducerRun]] = {n: [] for n in profiles}
+            for number, order in enumerate((list(profiles), list(profiles)[::-1]), 1):
+                self.progress(f"  {label} runs, round {number}: {count:,} records per profile ({', '.join(order)})")
+                for n in order:
+                    runs[n].append(performance.produce(target, profiles[n], f"{label}-{number}", count, rate,
+                                                       payload, warmup=warmup))
+            return runs
+
+        paced_rounds = two_rounds("paced", mode.paced_records, mode.paced_rate, PACED_WARMUP)
         # Each profile's better round: a stall of the machine (another process, writeback) is not the profile's.
         paced = {n: min(runs, key=lambda r: r.p99_ms) for n, runs in paced_rounds.items()}
-        rounds: dict[str, list[ProducerRun]] = {n: [] for n in profiles}
-        for number, order in enumerate((list(profiles), list(profiles)[::-1]), 1):
-            self.progress(f"  saturated runs, round {number}: {mode.perf_records:,} records per profile "
-                          f"({', '.join(order)}) ...")
-            for n in order:
-                rounds[n].append(performance.produce(target, profiles[n], f"saturated-{number}",
-                                                     mode.perf_records, -1, payload))
+        rounds = two_rounds("saturated", mode.perf_records, -1, SATURATED_WARMUP)
         self.progress("  reading back ...")
         consumed = {n: performance.consume(target, p, "saturated-1", mode.perf_records) for n, p in profiles.items()}
         mb = {n: statistics.mean(r.mb_per_s for r in runs) for n, runs in rounds.items()}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from kraftform.profiles import BUILTIN_PROFILES, SECTIONS
 from kraftform.sizing import HEADROOM, SizingReport, size_cluster
 from kraftform.spec.loader import load_specs
 from kraftform.spec.model import Profile, SpecSet
+from kraftform.tables import text_table
 from kraftform.units import human_bytes
 
 DEFAULT_SPECS = "specs"
@@ -83,13 +83,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _table(rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def render_sizing(r: SizingReport) -> str:
     def n(value: int | None) -> str:
         return "-" if value is None else str(value)
@@ -110,14 +103,14 @@ def render_sizing(r: SizingReport) -> str:
     topic_rows = [("topic", "partitions", "suggested", "RF", "min.insync", "write failures tolerated")]
     topic_rows += [(t.name, str(t.partitions), n(t.suggested_partitions), str(t.replication_factor),
                     str(t.min_insync_replicas), str(t.write_failures_tolerated)) for t in r.topics]
-    out = [_table(rows)]
+    out = [text_table(rows)]
     if r.topics:
-        out += ["", _table(topic_rows)]
+        out += ["", text_table(topic_rows)]
     if r.consumers:
         consumer_rows = [("consumer", "cores", "input partitions", "tasks per micro-batch", "sink")]
         consumer_rows += [(c.name, str(c.cores), str(c.input_partitions), str(c.tasks),
                            "exactly-once" if c.exactly_once else "at-least-once") for c in r.consumers]
-        out += ["", _table(consumer_rows),
+        out += ["", text_table(consumer_rows),
                 f"consumers beside the brokers: {len(r.consumers)} container(s), {r.consumer_cores} cores in all "
                 f"(each a Spark local master with its cores)"]
     out += [""] + [f"warning: {w}" for w in r.warnings]

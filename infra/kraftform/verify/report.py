@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
+from kraftform.tables import text_table
+
 
 class Outcome(StrEnum):
     PASS = "pass"
@@ -61,14 +63,6 @@ def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]
     return [line(header), "| " + " | ".join("---" for _ in header) + " |", *(line(r) for r in rows)]
 
 
-def _text(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i])
-              for i in range(len(header))]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths)),
-            *(fmt.format(*r).rstrip() for r in rows)]
-
-
 def _check_rows(report: Report) -> list[tuple[str, ...]]:
     return [(c.area, c.guarantee, c.outcome.value, c.measured, f"{c.seconds:.0f} s") for c in report.checks]
 
@@ -79,8 +73,8 @@ CHECK_HEADER = ("area", "guarantee", "result", "measured", "time")
 def render_text(report: Report) -> str:
     out = [f"kraftform verify ({report.mode}) against {report.target}", ""]
     for table in report.tables:
-        out += [table.title, *_text(table.header, table.rows), ""]
-    out += ["Summary", *_text(CHECK_HEADER, _check_rows(report)), ""]
+        out += [table.title, text_table((table.header, *table.rows)), ""]
+    out += ["Summary", text_table((CHECK_HEADER, *_check_rows(report))), ""]
     out += [*report.notes]
     failed = sum(1 for c in report.checks if c.outcome is Outcome.FAIL)
     verdict = "every guarantee held" if report.passed else f"{failed} guarantee(s) FAILED"

@@ -56,9 +56,8 @@ class ProducerWatch:
     def __init__(self, target: Target, topic: str, profile: Profile, records: int, rate: int, name: str) -> None:
         # VerifiableProducer sets retries=0 unless its config says otherwise; an application's producer has
         # Kafka's default, so the profile is measured with that unless it sets its own.
-        settings = {"retries": KAFKA_DEFAULT_RETRIES,
-                    **{k: v for k, v in profile.producer.items() if k not in TOOL_OWNED}}
-        config = target.client_config(f"{name}-producer", settings)
+        config = target.client_config(f"{name}-producer", {"retries": KAFKA_DEFAULT_RETRIES, **profile.producer},
+                                      leave_out=TOOL_OWNED)
         self.acks = acks_flag(profile.producer.get("acks", "all"))
         self.log = ProducerLog()
         self.process, self._err = target.tool(VERIFIABLE_PRODUCER, [
@@ -105,8 +104,7 @@ def acks_flag(acks: str) -> str:
 def read_all(target: Target, topic: str, profile: Profile, expected: int, name: str, timeout: float = 300
              ) -> list[int]:
     """Every value in the topic, read by a VerifiableConsumer with the profile's consumer settings."""
-    settings = {k: v for k, v in profile.consumer.items() if k not in TOOL_OWNED}
-    config = target.client_config(f"{name}-consumer", settings)
+    config = target.client_config(f"{name}-consumer", profile.consumer, leave_out=TOOL_OWNED)
     _code, out = target.run_tool(VERIFIABLE_CONSUMER, [
         "--topic", topic, "--group-id", f"kraftform-verify-{target.run_id}-{name}", "--max-messages",
         str(expected), "--verbose", "--reset-policy", "earliest", "--command-config", str(config)],
@@ -120,7 +118,7 @@ def _begin(target: Target, profile: Profile, kind: str, records: int, rate: int
     if target.runtime is None:
         raise KafkaRequestFailed(f"the {kind} check kills a node: it needs a cluster kraftform runs (--state-dir)")
     topic = target.topic(f"{kind}-{profile.name}")
-    rf = min(profile.replication_factor or 3, target.brokers)
+    rf = target.replication_factor(profile)
     target.create_topic(topic, 1, rf, profile.topic)
     return target.runtime, topic, rf, ProducerWatch(target, topic, profile, records, rate, f"{kind}-{profile.name}")
 
@@ -169,9 +167,9 @@ def leader_failure(target: Target, profile: Profile, records: int, rate: int, ki
 
 
 def quorum(target: Target) -> QuorumStatus:
-    config = target.client_config("quorum", {})
     return parse_quorum(run_kafka_tool(METADATA_QUORUM, ["--bootstrap-server", target.connection.bootstrap,
-                                                         "--command-config", str(config), "describe", "--status"]))
+                                                         "--command-config", str(target.admin_properties),
+                                                         "describe", "--status"]))
 
 
 def controller_failure(target: Target, profile: Profile, records: int, rate: int, down_s: float = 10.0

@@ -88,9 +88,8 @@ def produce(target: Target, profile: Profile, label: str, count: int, rate: int,
     replicas are in sync again and this machine's dirty pages are written, so the next run starts on a
     cluster that is not still finishing this one."""
     topic = target.topic(f"perf-{profile.name}-{label}")
-    target.create_topic(topic, PARTITIONS, min(profile.replication_factor or 3, target.brokers), profile.topic)
-    config = target.client_config(f"perf-{profile.name}-producer",
-                                  {k: v for k, v in profile.producer.items() if k not in TOOL_OWNED})
+    target.create_topic(topic, PARTITIONS, target.replication_factor(profile), profile.topic)
+    config = target.client_config(f"perf-{profile.name}-producer", profile.producer, leave_out=TOOL_OWNED)
     out = _run(target, PRODUCER_PERFORMANCE, [
         "--topic", topic, "--num-records", str(count), "--throughput", str(rate), "--payload-file",
         str(payload), "--warmup-records", str(int(count * warmup)), "--command-config", str(config)],
@@ -102,8 +101,7 @@ def produce(target: Target, profile: Profile, label: str, count: int, rate: int,
 
 def consume(target: Target, profile: Profile, label: str, count: int) -> ConsumerRun:
     """ConsumerPerformance reading `count` records of the `label` run with the profile's consumer settings."""
-    config = target.client_config(f"perf-{profile.name}-consumer",
-                                  {k: v for k, v in profile.consumer.items() if k not in TOOL_OWNED})
+    config = target.client_config(f"perf-{profile.name}-consumer", profile.consumer, leave_out=TOOL_OWNED)
     out = _run(target, CONSUMER_PERFORMANCE, [
         "--topic", target.topic(f"perf-{profile.name}-{label}"), "--num-records", str(count),
         "--group", f"kraftform-verify-{target.run_id}-perf-{profile.name}-{label}", "--timeout", "60000",

@@ -78,7 +78,6 @@ def fuzz(target: Target, main: EntryPoint, specs_dir: Path, count: int, plan_eve
     """`count` mutated spec sets through validate and diff; every `plan_every`-th also through a live plan."""
     start = time.monotonic()
     base = spec_texts(specs_dir)
-    config = target.client_config("fuzz-admin", {})
     root = target.workdir / "fuzz"
     crashes: list[str] = []
     runs = rejected = planned = 0
@@ -92,7 +91,7 @@ def fuzz(target: Target, main: EntryPoint, specs_dir: Path, count: int, plan_eve
                 path.write_text(text, encoding="utf-8", errors="surrogateescape")
             commands = [["validate", str(root)], ["diff", str(specs_dir), str(root)]]
             if number % plan_every == 0:
-                commands.append(["plan", str(root), "--command-config", str(config)])
+                commands.append(["plan", str(root), "--command-config", str(target.admin_properties)])
             for argv in commands:
                 runs += 1
                 what = f"set {number} ({'; '.join(f'{m.file}: {m.what}' for m in mutations)}): {argv[0]}"
@@ -137,7 +136,6 @@ class Trials:
         self.user_prefix = f"verify-{run}"
         self.passwords = {specsets.password_variable(j): secrets.token_urlsafe(18) for j in range(specsets.USERS)}
         self.root = self.target.workdir / "trial-specs"
-        self.config = self.target.client_config("trials-admin", {})
         self.env = {**os.environ, **self.passwords}
 
     def write(self, sections: Mapping[str, list[dict[str, Any]]]) -> None:
@@ -149,8 +147,8 @@ class Trials:
             (self.root / f"{name}.yaml").write_text(yaml.safe_dump({name: items}))
 
     def command(self, verb: str, *extra: str) -> list[str]:
-        return [sys.executable, "-m", "kraftform", verb, str(self.root), "--command-config", str(self.config),
-                *extra]
+        return [sys.executable, "-m", "kraftform", verb, str(self.root), "--command-config",
+                str(self.target.admin_properties), *extra]
 
     def run(self, verb: str, log_name: str, *extra: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(self.command(verb, *extra), capture_output=True, text=True, env=self.env,

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from confluent_kafka import KafkaException
 
 from kraftform.errors import ConnectionFailed, KraftformError, UsageError
@@ -31,7 +30,7 @@ from kraftform.runtime import get_runtime, runtime_of
 from kraftform.runtime.deployment import load
 from kraftform.runtime.verification import durability, performance, resilience
 from kraftform.runtime.verification.target import Target
-from kraftform.spec.loader import load_specs
+from kraftform.spec.loader import load_documents, load_specs
 from kraftform.spec.model import Profile, SpecSet
 from kraftform.verify.report import Check, Outcome, Report, Table, check
 from kraftform.verify.secretscan import Leak, find_leaks
@@ -294,10 +293,9 @@ class Verification:
 
     def trial_cluster(self) -> dict[str, Any]:
         """The specs' cluster section for the trials' spec sets (conventions and scopes are the trials' own)."""
-        for path in sorted(self.options.specs_dir.rglob("*.y*ml")):
-            data = yaml.safe_load(path.read_text())
-            if isinstance(data, dict) and isinstance(data.get("cluster"), dict):
-                cluster = {k: v for k, v in data["cluster"].items()
+        for doc in load_documents(self.options.specs_dir):
+            if isinstance(doc.data, dict) and isinstance(doc.data.get("cluster"), dict):
+                cluster = {k: v for k, v in doc.data["cluster"].items()
                            if k not in ("conventions", "managed_scope", "acl_scope")}
                 if self.own_state is not None:
                     cluster["name"] = f"{cluster['name']}-verify"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -27,6 +27,7 @@ from kraftform.kafka.connect import Connection
 from kraftform.runtime import Runtime
 from kraftform.runtime.deployment import write_private
 from kraftform.runtime.tools import kafka_tool_command
+from kraftform.spec.model import Profile
 from kraftform.waiting import NotYet, poll
 
 PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
@@ -72,12 +73,23 @@ class Target:
     def topic(self, suffix: str) -> str:
         return f"{TOPIC_PREFIX}{self.run_id}.{suffix}"
 
-    def client_config(self, name: str, settings: Mapping[str, str]) -> Path:
-        """A Java client config (the connection, then `settings`), owner-only: it holds the password."""
+    def client_config(self, name: str, settings: Mapping[str, str], leave_out: Collection[str] = ()) -> Path:
+        """A Java client config: `settings` without the keys in `leave_out` (those the tool sets itself), then
+        the connection; owner-only, as it holds the password."""
+        kept = {k: v for k, v in settings.items() if k not in leave_out}
         path = self.workdir / "configs" / f"{name}.properties"
-        write_private(path, properties_text({**settings, **java_client_settings(self.connection)},
+        write_private(path, properties_text({**kept, **java_client_settings(self.connection)},
                                             f"kraftform verify: {name}"))
         return path
+
+    @cached_property
+    def admin_properties(self) -> Path:
+        """The connection alone, for the admin tools and commands of the run (written once)."""
+        return self.client_config("admin", {})
+
+    def replication_factor(self, profile: Profile) -> int:
+        """The profile's replication (3 where it sets none), at most the brokers there are."""
+        return min(profile.replication_factor or 3, self.brokers)
 
     def tool(self, main_class: str, args: Sequence[str], log_name: str,
              java_options: Sequence[str] = TOOL_JAVA_OPTIONS) -> tuple[subprocess.Popen[str], IO[str]]:

@@ -76,3 +76,16 @@ def human_duration_ms(ms: int) -> str:
         if ms % factor == 0:
             return f"{ms // factor}{unit}"
     return f"{ms}ms"
+
+
+def go_duration(seconds: int) -> str:
+    """Whole seconds as Go's `time.Duration.String()` writes them (`5s`, `4m0s`, `1h0m0s`): the form the Docker
+    provider reads a container's health-check durations back in, so an input in any other form (`240s`) differs
+    from the state after every refresh and `pulumi preview --expect-no-changes` fails."""
+    if seconds < 0:
+        raise ValueError(f"a negative duration: {seconds}")
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"

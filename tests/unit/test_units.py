@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kraftform.units import human_bytes, human_duration_ms, parse_duration_ms, parse_rate, parse_size
+from kraftform.units import go_duration, human_bytes, human_duration_ms, parse_duration_ms, parse_rate, parse_size
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -49,3 +49,10 @@ def test_a_whole_float_from_yaml_is_accepted_and_a_fraction_is_not() -> None:
     assert parse_size(2.0) == 2  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not a whole number"):
         parse_size(2.5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("seconds", "go"), [(0, "0s"), (5, "5s"), (59, "59s"), (60, "1m0s"), (90, "1m30s"),
+                                             (240, "4m0s"), (3600, "1h0m0s"), (3725, "1h2m5s")])
+def test_go_duration_writes_what_gos_duration_string_writes(seconds: int, go: str) -> None:
+    # Go's time.Duration.String() for whole seconds: the form pulumi-docker reads health-check durations back in.
+    assert go_duration(seconds) == go

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,8 +13,8 @@ from kraftform.cli.cluster_commands import DEFAULT_STATE
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.errors import UsageError
 from kraftform.kafka.connect import Connection, read_connection
-from kraftform.spark.containers import HEALTH_DIR
-from kraftform.spark.settings import job_settings
+from kraftform.spark.manifest import JobManifest, read_manifest
+from kraftform.spark.settings import JobSettings, job_settings
 from kraftform.spec.loader import load_specs
 from kraftform.spec.model import ConsumerSpec, SpecSet
 
@@ -42,6 +40,12 @@ def register(sub: Any) -> None:
     p = cs.add_parser("run", help="run one consumer in a local Spark session until stopped (Ctrl-C)")
     p.add_argument("name")
     cluster_args(p)
+    p.add_argument("--job", type=Path, metavar="FILE",
+                   help="run from the consumer's job manifest instead of SPECS_DIR (what its container runs; "
+                        "--command-config is then the consumer's own login)")
+    p.add_argument("--heartbeat", type=Path, metavar="FILE",
+                   help="touch FILE every few seconds once this run has finished a micro-batch (a container's "
+                        "health check reads its age); removed when the run starts")
     p.add_argument("--data-dir", type=Path, default=Path(DEFAULT_DATA),
                    help=f"checkpoints, relative sink paths and Spark event logs (default {DEFAULT_DATA})")
     p.add_argument("--available-now", action="store_true",
@@ -53,6 +57,7 @@ def register(sub: Any) -> None:
     p = cs.add_parser("status", help="each consumer's position (from its checkpoint) and lag per partition")
     p.add_argument("--name", default=None, help="one consumer (default: all)")
     cluster_args(p)
+    p.add_argument("--job", type=Path, metavar="FILE", help="the consumer of this job manifest instead of SPECS_DIR")
     p.add_argument("--data-dir", type=Path, default=Path(DEFAULT_DATA))
     p.set_defaults(handler=cmd_status)
 
@@ -129,52 +134,45 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from kraftform.kafka.clients import check_read_access
-    from kraftform.spark.checkpoint import prepare
-    from kraftform.spark.job import placement, run_until_stopped, spark_session, start_query
+def _manifest(path: Path) -> JobManifest:
+    try:
+        return read_manifest(path.read_text(), str(path))
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the job manifest ({exc.strerror})") from None
 
-    specs = load_specs(args.specs_dir)
-    consumer = _consumer(specs, args.name)
-    settings = job_settings(consumer, specs)
-    connection = _as_consumer(_cluster(args), specs, consumer)
-    where = placement(consumer, args.data_dir.resolve())
-    check_read_access(connection, consumer.topics, f"{consumer.group_id_prefix}-preflight")  # before any file
-    meta = prepare(where.checkpoint, consumer, settings.facts, args.allow_destructive)
+
+def _job(args: argparse.Namespace) -> tuple[ConsumerSpec, JobSettings, Connection, bool]:
+    """The consumer, its settings, its login and whether a state reset is allowed: from the specs, or from a
+    job manifest and the consumer's own client config (a container's)."""
+    if args.job is None:
+        specs = load_specs(args.specs_dir)
+        consumer = _consumer(specs, args.name)
+        return (consumer, job_settings(consumer, specs), _as_consumer(_cluster(args), specs, consumer),
+                args.allow_destructive)
+    manifest = _manifest(args.job)
+    consumer, cluster = manifest.consumer, _cluster(args)
+    if consumer.name != args.name:
+        raise UsageError(f"{args.job} is the job of consumer {consumer.name!r}, not {args.name!r}")
+    if cluster.username != consumer.user or cluster.password is None:
+        raise UsageError(f"with --job, --command-config must be consumer {consumer.name!r}'s own login "
+                         f"(user {consumer.user!r} with its password)")
+    connection = Connection(cluster.bootstrap, "SASL_SSL", manifest.mechanism, consumer.user, cluster.password,
+                            cluster.ca_path)
+    return consumer, manifest.settings, connection, args.allow_destructive or manifest.reset_allowed
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from kraftform.spark.lifecycle import run_consumer
+
+    consumer, settings, connection, allow_reset = _job(args)
 
     def log(line: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {consumer.name}: {line}", flush=True)
 
-    log(f"{settings.trigger}, {'exactly-once' if settings.exactly_once else 'at-least-once'} {consumer.sink.type} "
-        f"sink, checkpoint {where.checkpoint}")
-    for note in settings.notes:
-        log(note)
-    volatile = _volatile(where.checkpoint)
-    if settings.exactly_once and volatile:
-        log(f"warning: the checkpoint is under {volatile}, which a reboot may empty; the exactly-once record of "
-            f"what was written lives there: give --data-dir (or checkpoint) durable storage")
-    spark = spark_session(settings, args.data_dir.resolve())
-    # After the session exists: pyspark installs its own SIGINT handler then (it cancels every job, mid-write).
-    # Ours asks the query to stop between micro-batches instead.
-    stopping: list[int] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda number, _frame: stopping.append(number))
-    try:
-        query = start_query(spark, consumer, settings, connection, where, meta, log, args.available_now)
-        run_until_stopped(query, consumer, log, lambda: bool(stopping),
-                          heartbeat=args.data_dir.resolve() / HEALTH_DIR / consumer.name)
-    finally:
-        spark.stop()
-    log("stopped" + (" (interrupted)" if stopping else ""))
+    interrupted = run_consumer(consumer, settings, connection, args.data_dir.resolve(), log, allow_reset=allow_reset,
+                               available_now=args.available_now, heartbeat=args.heartbeat)
+    log("stopped" + (" (interrupted)" if interrupted else ""))
     return 0
-
-
-def _volatile(path: Path) -> str | None:
-    """The temporary-files root `path` lies under, if any."""
-    for root in (Path(tempfile.gettempdir()), Path("/tmp"), Path("/dev/shm"), Path("/run")):
-        if path.resolve().is_relative_to(root.resolve()):
-            return str(root)
-    return None
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -192,8 +190,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         image = build_spark(docker_client(), log)
         for line in log:
             print(line, file=sys.stderr)
-    made = containers.container_specs(args.state_dir, specs, Path(args.specs_dir), chosen, image,
-                                      args.allow_destructive)
+    made = containers.container_specs(args.state_dir, specs, chosen, image, args.allow_destructive)
     spark = containers.spark_cluster_specs(args.state_dir, specs, image)
     if spark:
         containers.spark_cluster_up(args.state_dir, spark, args.timeout or 300)
@@ -218,7 +215,7 @@ def _container_status(args: argparse.Namespace) -> bool:
     from kraftform.runtime import consumers as containers
     from kraftform.runtime.deployment import STATE_FILE, load
     from kraftform.runtime.images import docker_client
-    from kraftform.spark.containers import CLIENT_CONFIG, LABEL_SPARK, SPECS_DIR, WORK_DIR
+    from kraftform.spark.containers import CLIENT_CONFIG, JOB_FILE, LABEL_SPARK, WORK_DIR
 
     if args.command_config or not (args.state_dir / STATE_FILE).is_file() or \
             load(args.state_dir).runtime != "docker":
@@ -234,8 +231,8 @@ def _container_status(args: argparse.Namespace) -> bool:
               + (f" (exit code {state.exit_code})" if state.exit_code is not None else ""))
         if state.status == "running":
             done = client.containers.get(state.container).exec_run(
-                ["kraftform", "consumers", "status", "--name", state.consumer, SPECS_DIR, "--command-config",
-                 CLIENT_CONFIG, "--data-dir", WORK_DIR])
+                ["kraftform", "consumers", "status", "--name", state.consumer, "--job", JOB_FILE,
+                 "--command-config", CLIENT_CONFIG, "--data-dir", WORK_DIR])
             print("  " + done.output.decode(errors="replace").strip().replace("\n", "\n  "))
     return True
 
@@ -245,10 +242,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     from kraftform.spark.checkpoint import committed_offsets
     from kraftform.spark.job import placement
 
-    if _container_status(args):
+    if args.job is None and _container_status(args):
         return 0
-    specs = load_specs(args.specs_dir)
-    chosen = [_consumer(specs, args.name)] if args.name else list(specs.consumers)
+    if args.job is not None:
+        chosen = [_manifest(args.job).consumer]
+    else:
+        specs = load_specs(args.specs_dir)
+        chosen = [_consumer(specs, args.name)] if args.name else list(specs.consumers)
     cluster = _cluster(args)
     for consumer in chosen:
         where = placement(consumer, args.data_dir.resolve())

@@ -13,7 +13,7 @@ from kraftform.kafka.apply import Applier, ApplyOptions, Progress, check_applica
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import check_passwords, missing_password, passwords
 from kraftform.kafka.observe import Observation, observe
-from kraftform.plan.changes import Action, Kind, Plan
+from kraftform.plan.changes import Action, Change, Kind, Plan
 from kraftform.plan.live import live_plan
 from kraftform.plan.render import render_text
 from kraftform.spec.model import SpecSet
@@ -22,10 +22,22 @@ from kraftform.waiting import NotYet, poll
 #: How long an applied change may take to show in what brokers report: metadata reaches every broker a
 #: moment after the controller commits it, but a broker creating thousands of replicas applies the
 #: metadata log behind them (1,000 new topics kept 1,000 ACLs out of DescribeAcls for over 10 s), so the
-#: wait grows with the plan. It ends as soon as the cluster matches.
-SETTLE_S = 10.0
+#: wait grows with the plan. It ends as soon as the cluster matches, so a generous floor costs a healthy cluster
+#: nothing: 10 s was too short for a Pulumi stack's first `up`, its brokers just started and Spark images
+#: loading beside them (a quota and three ACLs unreported after 10 s, in one run of three).
+SETTLE_S = 30.0
 SETTLE_PER_CHANGE_S = 0.05
 SETTLE_MAX_S = 600.0
+#: Changes still unreported this long after they were sent are sent again (the idempotent kinds only): a write a
+#: busy broker dropped is then not waited for until the deadline.
+RESEND_AFTER_S = 10.0
+
+
+def resendable(change: Change) -> bool:
+    """Writes that are the same whether sent once or twice: credentials, ACLs, quotas, topic configs, and topic
+    creation ("already exists" is success). Partition growth and deletions are not sent twice."""
+    return change.kind in (Kind.USER, Kind.ACL, Kind.QUOTA, Kind.TOPIC_CONFIG) or (
+        change.kind is Kind.TOPIC and change.action is Action.CREATE)
 
 
 @dataclass(frozen=True)
@@ -67,16 +79,23 @@ def apply_cluster(connection: Connection, specs: SpecSet, live: LivePlan, option
     applier.run(live.plan)
     if settle_s is None:
         settle_s = min(SETTLE_MAX_S, SETTLE_S + SETTLE_PER_CHANGE_S * len(live.plan.changes))
-    started = time.monotonic()
+    started = sent = time.monotonic()
     seen: list[LivePlan] = []
 
     def reported() -> LivePlan:
+        nonlocal sent
         seen.append(plan_cluster(connection, specs, live.passwords, topics_only, admin))
         remaining = len(seen[-1].plan.changes)
         if remaining:
             if len(seen) == 1:  # say once what the wait is for
                 progress(f"waiting up to {settle_s:.0f} s for the brokers to report {remaining} applied "
                          f"change(s) ...")
+            again = [c for c in seen[-1].plan.changes if resendable(c)]
+            if again and time.monotonic() - sent >= RESEND_AFTER_S:
+                progress(f"{len(again)} change(s) not reported after {time.monotonic() - sent:.0f} s: sending them "
+                         f"again")
+                applier.run(Plan.of(again))
+                sent = time.monotonic()
             raise NotYet(f"{remaining} change(s) not reported")
         return seen[-1]
 

@@ -28,6 +28,7 @@ from kraftform.cluster.containers import (
 from kraftform.cluster.render import ClusterSecrets, make_secrets
 from kraftform.cluster.topology import Topology, topology
 from kraftform.spec.model import ClusterSpec, ExternalListener, Security
+from kraftform.units import go_duration
 
 T = TypeVar("T")
 #: Kept encrypted in the state. The cluster id is not among them: Kafka hands it to every client in
@@ -68,7 +69,7 @@ class ClusterSecretsProvider(ResourceProvider):
     def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         key = "requested_admin_password"
         if olds and olds.get(key) != news.get(key):
-            return CheckResult(news, [CheckFailure("adminPassword", (
+            return CheckResult(news, [CheckFailure("", (
                 "kraftform:adminPassword cannot change once the cluster exists: its SCRAM credential was "
                 "written when the cluster was formatted. Set the previous value back, or destroy the stack "
                 "for a new cluster"))])
@@ -114,8 +115,8 @@ def _uploads(spec: ContainerSpec) -> list[docker.ContainerUploadArgs]:
 def _healthcheck(spec: ContainerSpec) -> docker.ContainerHealthcheckArgs | None:
     check = spec.healthcheck
     return None if check is None else docker.ContainerHealthcheckArgs(
-        tests=list(check.test), interval=f"{check.interval_s}s", timeout=f"{check.timeout_s}s",
-        retries=check.retries, start_period=f"{check.start_period_s}s")
+        tests=list(check.test), interval=go_duration(check.interval_s), timeout=go_duration(check.timeout_s),
+        retries=check.retries, start_period=go_duration(check.start_period_s))
 
 
 def _labels(labels: Mapping[str, str]) -> list[docker.ContainerLabelArgs]:
@@ -124,10 +125,11 @@ def _labels(labels: Mapping[str, str]) -> list[docker.ContainerLabelArgs]:
 
 def container_resource(name: str, spec: pulumi.Output[ContainerSpec], image_id: pulumi.Input[str],
                        network: pulumi.Input[str], volume: docker.Volume, parent: pulumi.Resource,
-                       wait_timeout: int, after: Sequence[pulumi.Resource] = ()) -> docker.Container:
+                       wait_timeout: int | None, after: Sequence[pulumi.Resource] = ()) -> docker.Container:
     """A pulumi-docker container made field by field from `spec`, the object the Docker runtime runs. Its
     uploaded files are secret (keys, passwords); the rest stays readable in a preview. `pulumi up` waits until
-    Docker reports it healthy. It is made after its volume and the resources `after`."""
+    Docker reports it healthy (`wait_timeout` seconds; None: no wait, the caller waits its own way). It is made
+    after its volume and the resources `after`."""
 
     def pick(field: Callable[[ContainerSpec], T]) -> pulumi.Output[T]:
         return spec.apply(field)
@@ -141,7 +143,7 @@ def container_resource(name: str, spec: pulumi.Output[ContainerSpec], image_id: 
         ports=pick(lambda c: [docker.ContainerPortArgs(internal=p.container_port, external=p.host_port, ip=p.host_ip)
                               for p in c.ports]),
         labels=pick(lambda c: _labels(c.labels)), healthcheck=cast(Any, pick(_healthcheck)),
-        wait=True, wait_timeout=wait_timeout, restart="unless-stopped", must_run=True,
+        wait=wait_timeout is not None, wait_timeout=wait_timeout, restart="unless-stopped", must_run=True,
         # The name is fixed, so the old container must go before its replacement starts; the volume, a resource
         # of its own, stays.
         opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True, depends_on=[volume, *after]))

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -15,8 +17,8 @@ import pulumi_docker as docker
 
 from kraftform.cluster.containers import LABEL_CLUSTER, LOCAL_IMAGE, OFFICIAL_IMAGE, in_containers, network_bootstrap
 from kraftform.cluster.topology import topology
-from kraftform.errors import KraftformError, SpecError, UsageError
-from kraftform.kafka.credentials import passwords, require_password
+from kraftform.errors import KraftformError, SpecError
+from kraftform.kafka.credentials import missing_password, passwords
 from kraftform.plan.live import declared_principals
 from kraftform.pulumi.cluster import KafkaCluster
 from kraftform.pulumi.consumers import SparkCluster, SparkConsumer
@@ -25,7 +27,8 @@ from kraftform.pulumi.providers import Access, access_props
 from kraftform.pulumi.topics import Topics
 from kraftform.runtime.images import spark_image
 from kraftform.spark.containers import consumers_volume
-from kraftform.spec.loader import load_specs, spec_texts
+from kraftform.spark.manifest import consumer_manifest
+from kraftform.spec.loader import load_specs
 from kraftform.spec.model import DEFAULT_ENTITY, SpecSet, UserSpec
 
 IMAGES = {"official": OFFICIAL_IMAGE, "local": LOCAL_IMAGE}
@@ -46,9 +49,9 @@ class StackConfig:
     #: Protection of topics and principals: removing one from the specs then fails instead of deleting its
     #: data or credential. Default: on in prod, off in dev (throw-away clusters).
     protect: bool | None = None
-    #: Let deployed consumers start from a new checkpoint when their definition changed its state's shape
-    #: (otherwise refused in preview). Meant for one run.
-    allow_state_reset: bool = False
+    #: Consumers allowed to start from a new checkpoint when their definition changed its state's shape
+    #: (otherwise refused in preview): names, or "*" for every one. Taking it back redeploys nothing.
+    allow_state_reset: frozenset[str] = frozenset()
     #: Run the consumers in containers on the stack's Docker engine. Default: in docker mode yes; in external
     #: mode no (the machine running `pulumi up` may not be where they belong).
     deploy_consumers: bool | None = None
@@ -79,8 +82,27 @@ class StackConfig:
         return cls(project_dir / (c.get("specsDir") or "specs"), mode, env,  # type: ignore[arg-type]
                    c.get("image") or "official", c.get_secret("adminPassword"), c.get("bootstrapServers"),
                    c.get("username"), c.get_secret("password"), str(project_dir / ca_path) if ca_path else None,
-                   c.get_bool("protect"), bool(c.get_bool("allowStateReset")), c.get_bool("deployConsumers"),
+                   c.get_bool("protect"), reset_names(c.get("allowStateReset")), c.get_bool("deployConsumers"),
                    c.get("sparkImage"))
+
+    def allows_reset(self, consumer: str) -> bool:
+        return "*" in self.allow_state_reset or consumer in self.allow_state_reset
+
+
+def reset_names(value: str | None) -> frozenset[str]:
+    """`kraftform:allowStateReset`: consumer names, comma-separated or a YAML/JSON list; `true` for all."""
+    text = (value or "").strip()
+    if text.lower() in ("", "false"):
+        return frozenset()
+    if text.lower() == "true":
+        return frozenset({"*"})
+    if text.startswith("["):
+        try:
+            names = json.loads(text)
+        except ValueError:
+            raise pulumi.RunError(f"kraftform:allowStateReset: {text!r} is not a list of consumer names") from None
+        return frozenset(str(n) for n in names)
+    return frozenset(n.strip() for n in text.split(",") if n.strip())
 
 
 def load(specs_dir: Path) -> SpecSet:
@@ -93,14 +115,28 @@ def load(specs_dir: Path) -> SpecSet:
         raise pulumi.RunError(str(exc)) from None
 
 
-def _password(user: UserSpec) -> pulumi.Output[str]:
-    """A user's password as a Pulumi secret: from `pulumi config set --secret`, the environment or a file."""
-    if user.password.source == "pulumi_config":
-        return pulumi.Config("kraftform").require_secret(user.password.name)
-    try:
-        return pulumi.Output.secret(require_password(user, passwords((user,))))
-    except UsageError as exc:
-        raise pulumi.RunError(str(exc)) from None
+def user_passwords(users: Sequence[UserSpec]) -> dict[str, pulumi.Output[str]]:
+    """Each user's password as a Pulumi secret: from `pulumi config set --secret`, the environment or a file;
+    every one that is missing named at once (where it should be, never a value), so one run says all to set."""
+    config = pulumi.Config("kraftform")
+    found: dict[str, pulumi.Output[str]] = {}
+    missing: list[UserSpec] = []
+    for user in users:
+        if user.password.source == "pulumi_config":
+            value = config.get_secret(user.password.name)
+        else:
+            plain = passwords((user,))[user.name]
+            value = None if plain is None else pulumi.Output.secret(plain)
+        if value is None:
+            missing.append(user)
+        else:
+            found[user.name] = value
+    if missing:
+        raise pulumi.RunError(f"{len(missing)} password(s) not set; nothing was deployed:\n" + "\n".join(
+            f"  {u.location}: {missing_password(u)}" + (f" (pulumi config set --secret kraftform:{u.password.name} "
+                                                        f"...)" if u.password.source == "pulumi_config" else "")
+            for u in missing))
+    return found
 
 
 def admin_connection(connection: dict[str, Any]) -> dict[str, str]:
@@ -119,7 +155,8 @@ class Stack:
 
 
 def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None, ca_pem: pulumi.Input[str],
-              kafka: list[pulumi.Resource]) -> dict[str, SparkConsumer]:
+              kafka: Mapping[str, pulumi.Resource], secrets: Mapping[str, pulumi.Output[str]]
+              ) -> dict[str, SparkConsumer]:
     """Each consumer in a container on the stack's Docker engine, once its topics and its principal's access
     exist: beside the stack's cluster on its network (docker mode), or on a network of its own reaching an
     existing cluster at `kraftform:bootstrapServers` (external mode, when `kraftform:deployConsumers` asks)."""
@@ -143,18 +180,27 @@ def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None, ca
                                  labels=[docker.NetworkLabelArgs(label=LABEL_CLUSTER, value=spec.name)],
                                  opts=options).name
         bootstrap = cfg.bootstrap or ""
-    after = list(kafka)
+    unknown = sorted(cfg.allow_state_reset - {"*"} - {c.name for c in specs.consumers})
+    if unknown:
+        raise pulumi.RunError(f"kraftform:allowStateReset names no declared consumer: {', '.join(unknown)} "
+                              f"(declared: {', '.join(c.name for c in specs.consumers)})")
+    spark: list[pulumi.Resource] = []
     if spec.spark.master == "standalone":
-        after += SparkCluster("spark", spec.name, spec.spark, network, ca_pem, image, volume, options).containers
-    files = spec_texts(cfg.specs_dir)
-    users = {u.name: u for u in specs.users}
-    return {c.name: SparkConsumer(c.name, c, specs, files, bootstrap, _password(users[c.user]), ca_pem, network,
-                                  image, volume, after, cfg.allow_state_reset, options) for c in specs.consumers}
+        spark = list(SparkCluster("spark", spec.name, spec.spark, network, ca_pem, image, volume, options).containers)
+    made = {}
+    for c in specs.consumers:
+        # Only what this consumer uses: the topics resource (its topics exist), its principal's access, and the
+        # Spark cluster it is submitted to.
+        after = [kafka["topics"], *([kafka[f"User:{c.user}"]] if f"User:{c.user}" in kafka else []), *spark]
+        made[c.name] = SparkConsumer(c.name, consumer_manifest(c, specs), spec.name, bootstrap, secrets[c.user],
+                                     ca_pem, network, image, volume, after, cfg.allows_reset(c.name), options)
+    return made
 
 
 def build(cfg: StackConfig) -> Stack:
     """Declare every resource; returns the stack outputs (also exported) and the Kafka resources."""
     specs = load(cfg.specs_dir)
+    secrets = user_passwords(specs.users)
     # Carries what the policy pack needs: the spec directory and the environment it is checked for.
     pulumi.ComponentResource(SPECS_TYPE, "specs", {"specsDir": str(cfg.specs_dir.resolve()), "env": cfg.env})
     security = specs.cluster.security
@@ -186,16 +232,17 @@ def build(cfg: StackConfig) -> Stack:
 
     # One resource for every topic: applied in the CLI's batches, and it refuses to delete a topic itself
     # while the stack protects them (Pulumi's `protect` on it guards `pulumi destroy`).
-    made: list[pulumi.Resource] = [Topics("topics", specs.topics, connection, cfg.protects, pulumi.ResourceOptions(
-        depends_on=depends, protect=cfg.protects))]
+    made: dict[str, pulumi.Resource] = {"topics": Topics("topics", specs.topics, connection, cfg.protects,
+                                                         pulumi.ResourceOptions(depends_on=depends,
+                                                                                protect=cfg.protects))}
     access = pulumi.ComponentResource("kraftform:index:Access", "access", {})
     for principal in sorted(declared_principals(specs)):
         user = next((u for u in specs.users if f"User:{u.name}" == principal), None)
-        password = None if user is None else _password(user)
-        made.append(Access(principal, access_props(principal, specs, password), connection, under(access)))
+        password = None if user is None else secrets[user.name]
+        made[principal] = Access(principal, access_props(principal, specs, password), connection, under(access))
     if any(q.entity.user in (None, DEFAULT_ENTITY) for q in specs.quotas):
-        made.append(Access("default-quotas", access_props(None, specs, None), connection, under(access)))
-    deployed = consumers(cfg, specs, cluster, ca, made)
+        made["default-quotas"] = Access("default-quotas", access_props(None, specs, None), connection, under(access))
+    deployed = consumers(cfg, specs, cluster, ca, made, secrets)
 
     def per_profile(values: list[Any]) -> dict[str, dict[str, dict[str, str]]]:
         """Each profile's producer and consumer settings with the connection (users add their own login)."""
@@ -213,4 +260,4 @@ def build(cfg: StackConfig) -> Stack:
                                              for n, c in deployed.items()}}
     for key, value in outputs.items():
         pulumi.export(key, value)
-    return Stack(outputs, made)
+    return Stack(outputs, list(made.values()))

@@ -74,6 +74,8 @@ class TopicSetProvider(ResourceProvider):
     """Every topic of the stack: created, grown and configured in batches, one observation per call."""
 
     def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        """Each failure names its topic in its first words and no property: Pulumi prints a property's whole
+        value before the reason (`value {<nil>}` for a nested path), which buried the sentence that matters."""
         failures: list[CheckFailure] = []
         topics: dict[str, Any] = {}
         before = _canonical(olds.get("topics")) if olds else {}
@@ -83,17 +85,17 @@ class TopicSetProvider(ResourceProvider):
                 try:
                     config[key] = normalize_topic_config(key, value)
                 except ValueError as exc:
-                    failures.append(CheckFailure(f'topics["{name}"].config["{key}"]', str(exc)))
+                    failures.append(CheckFailure("", f"topic {name}: config {key}: {exc}"))
             topics[name] = {**topic, "config": config}
             old, new = before.get(name, (0, 0, {}))[0], int(topic["partitions"])
             if new < old:
-                failures.append(CheckFailure(f'topics["{name}"].partitions', (
+                failures.append(CheckFailure("", (
                     f"topic {name}: partitions {old} -> {new} refused: Kafka cannot decrease partitions, and "
                     f"kraftform never deletes and recreates a topic. Growing them was applied (keys remapped); "
                     f"to go back, keep {old} in the specs")))
         removed = sorted(set(before) - set(topics))
         if removed and _protected(olds, news):
-            failures.extend(CheckFailure(f'topics["{name}"]', (
+            failures.extend(CheckFailure("", (
                 f"topic {name} was removed from the specs while the stack protects its topics "
                 f"(kraftform:protect, on by default in prod): deleting it would delete its data. Run once with "
                 f"`pulumi config set kraftform:protect false`, then remove it; or keep it in the specs"))

@@ -16,13 +16,16 @@ from docker.models.containers import Container
 
 from kraftform.cluster.containers import ContainerSpec, network_bootstrap
 from kraftform.errors import ClusterUnhealthy, UsageError
-from kraftform.kafka.credentials import passwords, require_password
+from kraftform.kafka.credentials import passwords, require_passwords
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.docker_engine import DockerRuntime, attached, remove_attached, remove_if_present
 from kraftform.spark.containers import LABEL_CONSUMER, LABEL_SPARK, consumer_container, spark_cluster_containers
-from kraftform.spec.loader import spec_texts
+from kraftform.spark.manifest import consumer_manifest, manifest_text
 from kraftform.spec.model import ConsumerSpec, SpecSet
 from kraftform.waiting import NotYet, poll
+
+#: How `kraftform` prints an error it stops on (cli.main).
+ERROR_PREFIX = "kraftform: error: "
 
 
 def _docker_deployment(state_dir: Path) -> dep.Deployment:
@@ -46,21 +49,24 @@ def spark_cluster_specs(state_dir: Path, specs: SpecSet, image: str) -> tuple[Co
                                     (state_dir / "ca.pem").read_text())
 
 
-def container_specs(state_dir: Path, specs: SpecSet, specs_dir: Path, consumers: Sequence[ConsumerSpec],
-                    image: str, allow_reset: bool = False) -> list[ContainerSpec]:
+def container_specs(state_dir: Path, specs: SpecSet, consumers: Sequence[ConsumerSpec], image: str,
+                    allow_reset: bool = False) -> list[ContainerSpec]:
     """The consumers' containers for the Docker cluster in `state_dir`: its network, its brokers' in-network
-    listener and CA, each consumer's password read as the specs say (named if missing, never shown)."""
+    listener and CA, each consumer's job manifest (with `allow_reset`, allowed to reset its state to the
+    declared shape) and password read as the specs say (every missing one named at once, none shown)."""
     deployment = _docker_deployment(state_dir)
     bootstrap = network_bootstrap(n.name for n in deployment.nodes if "broker" in n.roles)
     ca_pem = (state_dir / "ca.pem").read_text()
-    files = spec_texts(specs_dir)
     users = {u.name: u for u in specs.users}
+    theirs = tuple({c.user: users[c.user] for c in consumers}.values())
+    found = passwords(theirs)
+    require_passwords(theirs, found)
     made = []
     for consumer in consumers:
-        user = users[consumer.user]
-        password = require_password(user, passwords((user,)))
-        made.append(consumer_container(consumer, deployment.cluster_name, files, bootstrap, user.mechanism, password,
-                                       ca_pem, deployment.extra["network"], image, allow_reset))
+        manifest = consumer_manifest(consumer, specs, allow_reset)
+        made.append(consumer_container(consumer, deployment.cluster_name, manifest_text(manifest), bootstrap,
+                                       manifest.mechanism, found[consumer.user] or "", ca_pem,
+                                       deployment.extra["network"], image))
     return made
 
 
@@ -107,20 +113,50 @@ def spark_cluster_up(state_dir: Path, containers: Sequence[ContainerSpec], timeo
     _wait_healthy(started, "the Spark standalone master and workers to be up", timeout)
 
 
+def last_words(container: Container) -> str:
+    """Why a container's job failed, in its own words: the last `kraftform: error:` line it printed (a consumer's
+    names the consumer and Spark's cause), else its last lines."""
+    logs: bytes = container.logs(tail=300)
+    lines = [line for line in logs.decode(errors="replace").splitlines() if line.strip()]
+    errors = [line.removeprefix(ERROR_PREFIX) for line in lines if line.startswith(ERROR_PREFIX)]
+    if errors:
+        return errors[-1]
+    return "its last lines:\n" + "\n".join(lines[-15:]) if lines else "it printed nothing"
+
+
 def _wait_healthy(started: Sequence[Container], what: str, timeout: float) -> list[ConsumerContainer]:
+    """Until every container is healthy. A container whose job ended (exited, or restarted by its restart
+    policy) fails the wait at once with the job's own error; so does the deadline, with what each container
+    that is not healthy said last."""
+    restarts = {c.id: _restarts(c) for c in started}
+
     def healthy() -> list[ConsumerContainer]:
         now = [_state(c) for c in started]
         for state, container in zip(now, started, strict=True):
-            if state.status == "exited":
-                logs = container.logs(tail=15).decode(errors="replace").strip()
-                raise ClusterUnhealthy(f"{state.container} stopped (exit code {state.exit_code}); its last "
-                                       f"lines:\n{logs}")
+            if state.status == "exited" or state.health == "unhealthy" or _restarts(container) > restarts[container.id]:
+                ended = f"exit code {state.exit_code}" if state.exit_code is not None else f"{state.health}, restarted"
+                raise ClusterUnhealthy(f"{_named(state)} failed ({ended}): {last_words(container)}")
         waiting = [f"{s.container} {s.health}" for s in now if s.health != "healthy"]
         if waiting:
             raise NotYet(", ".join(waiting))
         return now
 
-    return poll(what, timeout, healthy, interval=2.0)
+    try:
+        return poll(what, timeout, healthy, interval=2.0)
+    except ClusterUnhealthy as exc:
+        late = [(s, c) for s, c in ((_state(c), c) for c in started) if s.health != "healthy"]
+        if not late or "failed (" in str(exc):
+            raise
+        said = "; ".join(f"{_named(s)} is {s.health} after {timeout:.0f} s: {last_words(c)}" for s, c in late)
+        raise ClusterUnhealthy(said) from None
+
+
+def _restarts(container: Container) -> int:
+    return int(container.attrs.get("RestartCount") or 0)
+
+
+def _named(state: ConsumerContainer) -> str:
+    return f"consumer {state.consumer} ({state.container})" if state.consumer != "?" else state.container
 
 
 def up(state_dir: Path, containers: Sequence[ContainerSpec], timeout: float | None) -> list[ConsumerContainer]:
@@ -137,6 +173,18 @@ def up(state_dir: Path, containers: Sequence[ContainerSpec], timeout: float | No
     if timeout is None:
         return [_state(c) for c in started]
     return _wait_healthy(started, "the consumers to be healthy (running, with a finished micro-batch)", timeout)
+
+
+def wait_healthy(container: str, timeout: float) -> ConsumerContainer:
+    """Wait for one consumer's container (name or ID) on the local Docker engine: what `pulumi up` waits for."""
+    from kraftform.runtime.images import docker_client
+
+    try:
+        found = docker_client().containers.get(container)
+    except NotFound:
+        raise ClusterUnhealthy(f"container {container} is gone (removed while it was waited for)") from None
+    return _wait_healthy([found], f"container {found.name} to be healthy (its job running, with a finished "
+                                  f"micro-batch)", timeout)[0]
 
 
 def down(state_dir: Path, purge: bool = False) -> list[str]:

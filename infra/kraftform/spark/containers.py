@@ -2,19 +2,17 @@
 
 The Docker runtime (`kraftform consumers up`) runs these objects, as it runs the brokers' `container_specs`,
 so a consumer in a container is the same job a user runs with `kraftform consumers run`: the container's
-command is that command, against the spec files and a client config copied in.
+command is that command, against the consumer's job manifest and a client config copied in.
 
 The contract with the image (`kraftform images build` makes `kraftform/spark:<version>-<code digest>`):
-`kraftform` on PATH with pyspark and its Kafka connector, a JRE, user id 1000, WORK_DIR writable. The
-consumer logs in over SASL_SSL as its own SCRAM user through the brokers' in-network CLIENT listener; its
-password is in the client config file (mode 0600, the container user's), never in the environment, where
-`docker inspect` would show it. Checkpoints and Parquet output live on a named volume that outlives the
-container, so a redeployed consumer continues from its checkpoint.
+`kraftform` on PATH with pyspark and its Kafka connector, a JRE, user id 1000 with a writable home
+(SPARK_HOME_DIR), WORK_DIR writable. The consumer logs in over SASL_SSL as its own SCRAM user through the
+brokers' in-network CLIENT listener; its password is in the client config file (mode 0600, the container
+user's), never in the environment, where `docker inspect` would show it. Checkpoints and Parquet output live
+on a named volume that outlives the container, so a redeployed consumer continues from its checkpoint.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 from kraftform.cluster.clientconfig import ClientAuth, java_properties
 from kraftform.cluster.containers import LABEL_CLUSTER, ContainerFile, ContainerSpec, Healthcheck
@@ -23,13 +21,14 @@ from kraftform.spec.model import ConsumerSpec, SparkSpec
 SPARK_VENV = "/opt/kraftform/venv"
 SPARK_CACHE = "/opt/kraftform/cache"
 SPARK_HOME_DIR = "/home/kraftform"
-#: Checkpoints, relative sink paths, event logs and the health heartbeat: the consumer's volume.
+#: Checkpoints, relative sink paths and event logs: the consumer's volume.
 WORK_DIR = "/var/lib/kraftform"
-SPECS_DIR = "/etc/kraftform/specs"
+#: The consumer's job manifest (`spark.manifest`): all of the specs the container holds.
+JOB_FILE = "/etc/kraftform/job.json"
 CLIENT_CONFIG = "/etc/kraftform/client.properties"
 CA_FILE = "/etc/kraftform/ca.pem"
-#: Where `consumers run` touches a file per micro-batch (at most every few seconds) once its query runs.
-HEALTH_DIR = "health"
+#: What `consumers run --heartbeat` touches (at most every few seconds) once this run finished a micro-batch.
+HEARTBEAT = f"{SPARK_HOME_DIR}/heartbeat"
 #: A consumer whose heartbeat is older than this is unhealthy (its query stopped making progress).
 STALE_AFTER_MIN = 2
 #: A JVM, a Spark session and the first micro-batch take a while on two cores: not unhealthy meanwhile.
@@ -59,27 +58,27 @@ def consumers_volume(cluster: str) -> str:
     return f"{cluster}-consumers-data"
 
 
-def consumer_container(consumer: ConsumerSpec, cluster: str, spec_files: Mapping[str, str], bootstrap: str,
-                       mechanism: str, password: str, ca_pem: str, network: str, image: str,
-                       allow_reset: bool = False) -> ContainerSpec:
-    """One consumer running `kraftform consumers run` (on the master the specs name) against `bootstrap`, the
-    brokers' in-network listener; `spec_files` are the spec directory's files by relative path. With
-    `allow_reset`, a checkpoint the definition cannot reuse is set aside for a new one (`--allow-destructive`)."""
+def consumer_container(consumer: ConsumerSpec, cluster: str, job: str, bootstrap: str, mechanism: str,
+                       password: str, ca_pem: str, network: str, image: str) -> ContainerSpec:
+    """One consumer running `kraftform consumers run --job` (on the master its manifest names) against
+    `bootstrap`, the brokers' in-network listener. `job` is the consumer's manifest (`spark.manifest`): the
+    container holds nothing else of the specs, so an edit elsewhere leaves it untouched."""
     name = container_name(cluster, consumer.name)
     client = java_properties(ClientAuth(bootstrap, consumer.user, password, mechanism, CA_FILE),
                              f"consumer {consumer.name}: its own login, over the brokers' in-network listener")
     files = (
-        *(ContainerFile(f"{SPECS_DIR}/{path}", text) for path, text in sorted(spec_files.items())),
+        ContainerFile(JOB_FILE, job),
         ContainerFile(CA_FILE, ca_pem),
         ContainerFile(CLIENT_CONFIG, client, mode=0o600, secret=True),
     )
-    heartbeat = f"{WORK_DIR}/{HEALTH_DIR}/{consumer.name}"
-    check = Healthcheck(("CMD", "sh", "-c", f'test -n "$(find {heartbeat} -mmin -{STALE_AFTER_MIN} 2>/dev/null)"'),
+    # The heartbeat lives in the container's own file system, not on the shared volume: a replacement (or the
+    # same container restarted after its job failed) is healthy only once its own run finished a micro-batch.
+    check = Healthcheck(("CMD", "sh", "-c", f'test -n "$(find {HEARTBEAT} -mmin -{STALE_AFTER_MIN} 2>/dev/null)"'),
                         interval_s=5, timeout_s=5, retries=3, start_period_s=START_PERIOD_S)
     return ContainerSpec(
         name=name, hostname=name, image=image,
-        command=("kraftform", "consumers", "run", consumer.name, SPECS_DIR, "--command-config", CLIENT_CONFIG,
-                 "--data-dir", WORK_DIR, *(["--allow-destructive"] if allow_reset else [])),
+        command=("kraftform", "consumers", "run", consumer.name, "--job", JOB_FILE, "--command-config",
+                 CLIENT_CONFIG, "--data-dir", WORK_DIR, "--heartbeat", HEARTBEAT),
         network=network, aliases=(name,), volume=consumers_volume(cluster), volume_path=WORK_DIR,
         files=files, healthcheck=check, labels={LABEL_CLUSTER: cluster, LABEL_CONSUMER: consumer.name})
 

@@ -201,6 +201,12 @@ def _offsets(value: Any) -> dict[str, dict[str, int]]:
     return value if isinstance(value, dict) else {}
 
 
+def spark_error(exc: BaseException) -> bool:
+    """Whether `exc` is Spark's (an analysis error, a failed query, a JVM exception) rather than a bug here."""
+    return any(cls.__name__ in ("CapturedException", "PySparkException", "Py4JJavaError")
+               or "StreamingQueryException" in cls.__name__ for cls in type(exc).__mro__)
+
+
 def explain_failure(exc: BaseException, consumer: ConsumerSpec) -> KraftformError:
     """A failed query's cause in a user's words; the Java stack trace is not the only explanation."""
     text = str(exc)
@@ -246,8 +252,7 @@ def run_until_stopped(query: Any, consumer: ConsumerSpec, log: Log, should_stop:
                     heartbeat.write_text(f"{last_batch}\n")
                     beat = time.monotonic()
     except Exception as exc:
-        if type(exc).__name__ in ("StreamingQueryException", "Py4JJavaError", "CapturedException") or \
-                "StreamingQueryException" in type(exc).__name__:
+        if spark_error(exc):
             raise explain_failure(exc, consumer) from None
         raise
     finally:

@@ -9,6 +9,7 @@ Kafka record's metadata: key, topic, partition, offset, timestamp and headers.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,9 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
+from kraftform.spark.functions import SPARK_FUNCTIONS
 from kraftform.spec.model import ConsumerSpec
+from kraftform.versions import SPARK_VERSION
 
 INPUT_VIEW = "input"
 METADATA_COLUMNS: Mapping[str, str] = {
@@ -114,6 +117,38 @@ def _window_calls(node: Any) -> list[Any]:
             if (f.name if isinstance(f, exp.Anonymous) else f.sql_name()).lower() in WINDOW_FUNCTIONS]
 
 
+def _called_name(call: exp.Func, text: str) -> tuple[str, int | None, int | None] | None:
+    """The function name as the query writes it, with its line and column: sqlglot maps many names onto one
+    expression (`nvl` and `coalesce` both become COALESCE), so the text is what Spark will be asked for. None
+    for syntax that is no call by name (`CASE`, `x IN (...)`, operators)."""
+    meta = call.meta
+    if isinstance(call, exp.Anonymous):
+        name = call.name
+    elif "start" in meta and "end" in meta:
+        name = text[meta["start"]:meta["end"] + 1]
+        if not text[meta["end"] + 1:].lstrip().startswith("("):
+            return None
+    else:
+        return None
+    if not name.replace("_", "").isalnum():
+        return None
+    return name, meta.get("line"), meta.get("col")
+
+
+def _check_functions(tree: exp.Query, text: str) -> None:
+    """Every function the query calls must be one the pinned Spark has (`spark.functions`), or Spark refuses the
+    query when the job starts, long after review."""
+    for call in tree.find_all(exp.Func):
+        called = _called_name(call, text)
+        if called is None or called[0].lower() in SPARK_FUNCTIONS:
+            continue
+        name, line, column = called
+        near = difflib.get_close_matches(name.lower(), SPARK_FUNCTIONS, n=1, cutoff=0.7)
+        hint = f"; did you mean {near[0]}?" if near else ""
+        raise QueryError(f"Spark {SPARK_VERSION} has no function {name!r}{hint}", line,
+                         None if column is None else column - len(name) + 1)
+
+
 def analyze(consumer: ConsumerSpec, sql: str | None = None) -> QueryFacts:
     """Parse and resolve the consumer's query (or `sql`) against its `input` view; raises QueryError."""
     columns = input_columns(consumer)
@@ -121,6 +156,7 @@ def analyze(consumer: ConsumerSpec, sql: str | None = None) -> QueryFacts:
     if text is None:
         return QueryFacts(tuple(columns), stateful=False, uses_headers=False)
     tree = _parse(text)
+    _check_functions(tree, text)
     for table in tree.find_all(exp.Table):
         if table.name.lower() != INPUT_VIEW:
             raise QueryError(f"reads {table.name!r}; a consumer's query reads only `{INPUT_VIEW}` (its topics, "

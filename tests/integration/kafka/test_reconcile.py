@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,8 +15,10 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kraftform.errors import PlanRefusedError
+from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.credentials import logs_in
-from kraftform.plan import Action, Kind, Safety
+from kraftform.kafka.reconcile import SETTLE_S, apply_cluster, plan_cluster
+from kraftform.plan import Action, Kind, Plan, Safety
 from kraftform.runtime.tools import ACLS, CONFIGS, run_kafka_tool
 
 from ...conftest import EXAMPLE_SPECS
@@ -306,3 +310,23 @@ def test_an_apply_killed_midway_converges_on_the_next_run(workspace: Workspace) 
     assert "and 1482 more" in refused.stderr
     workspace.apply(allow_destructive=True)
     assert not any(t.startswith(f"{workspace.prefix}.") for t in workspace.observe().topics)
+
+
+def test_a_write_the_brokers_never_report_is_sent_again_before_the_deadline(workspace: Workspace) -> None:
+    """A write a busy broker dropped (here: one left out of what was sent) is not waited for until the deadline
+    and then reported as missing: after RESEND_AFTER_S the idempotent changes still unreported go again."""
+    topic, app = workspace.name("resent"), f"{workspace.prefix}-resent-app"
+    acl = {"principal": f"User:{app}", "resource": {"type": "topic", "name": topic}, "operations": ["read"]}
+    quota = {"entity": {"user": app}, "consumer_byte_rate": "5MB/s"}
+    specs = workspace.write(topics=[topic_spec(topic)], principals=[{"name": f"User:{app}"}], acls=[acl],
+                            quotas=[quota])
+    live = plan_cluster(workspace.connection, specs)
+    assert sorted(c.kind for c in live.plan.changes) == sorted([Kind.TOPIC, Kind.ACL, Kind.QUOTA])
+    lost = [c for c in live.plan.changes if c.kind in (Kind.ACL, Kind.QUOTA)]
+    sent_once = dataclasses.replace(live, plan=Plan.of([c for c in live.plan.changes if c not in lost]))
+    said: list[str] = []
+    started = time.monotonic()
+    after = apply_cluster(workspace.connection, specs, sent_once, ApplyOptions(), said.append)
+    assert after.plan.empty and workspace.plan().plan.empty
+    assert any(re.fullmatch(r"2 change\(s\) not reported after 1\d s: sending them again", line) for line in said), said
+    assert time.monotonic() - started < SETTLE_S  # converged by sending again, not by running out the wait

@@ -24,6 +24,7 @@ from kraftform.pulumi.consumers import ConsumerStateProvider, state_inputs
 from kraftform.pulumi.providers import AccessProvider
 from kraftform.pulumi.topics import TopicSetProvider
 from kraftform.runtime.tools import ACLS, CONFIGS, TOPICS, run_kafka_tool
+from kraftform.spark.manifest import consumer_manifest, shape_digest
 from kraftform.spec.loader import load_specs
 from kraftform.spec.model import QuotaEntity, SecretRef, UserSpec
 from kraftform.waiting import until
@@ -105,13 +106,13 @@ def test_the_topic_set_through_the_engine_calls_and_a_decrease_refused(host: Pro
     _, refused = host.check(provider, "topics", grown, {**props, "topics": {
         **props["topics"], a: {**props["topics"][a], "partitions": 1}}})
     [(prop, reason)] = refused
-    assert prop == f'topics["{a}"].partitions' and "cannot decrease partitions" in reason
+    assert prop == "" and reason.startswith(f"topic {a}: partitions") and "cannot decrease partitions" in reason
     assert f"topic {a}: partitions 3 -> 1 refused" in reason and "3.0" not in reason
 
     # Protected, a topic removed from the specs is refused before anything is deleted.
     _, refused = host.check(provider, "topics", {**grown, "protect": True}, {**props, "protect": True, "topics": {
         a: grown["topics"][a]}})
-    assert [p for p, _ in refused] == [f'topics["{b}"]']
+    assert [(p, r.split(" was removed")[0]) for p, r in refused] == [("", f"topic {b}")]
 
     host.delete(provider, "topics", id_, outputs)
     topics = observe(connection).state.topics
@@ -242,14 +243,16 @@ def test_a_stack_made_clusters_ca_leaves_no_file_behind(host: ProviderHost, loca
 
 
 def test_a_consumers_state_reset_is_refused_in_check_unless_the_stack_allows_it(host: ProviderHost) -> None:
-    """What `pulumi preview` shows when a deployed consumer's new definition cannot reuse its checkpoint."""
+    """What `pulumi preview` shows when a deployed consumer's new definition cannot reuse its checkpoint, and
+    what the permission costs: one update of the guard, none when it is taken back."""
     provider = ConsumerStateProvider()
     specs = load_specs(EXAMPLE_SPECS)
     sessionizer = next(c for c in specs.consumers if c.name == "clickstream-sessionizer")
-    props = state_inputs(sessionizer, specs, allow_reset=False)
+    props = state_inputs(consumer_manifest(sessionizer, specs), allow_reset=False)
     inputs, failures = host.check(provider, "sessionizer-state", {}, props)
     assert failures == []
     id_, outputs = host.create(provider, "sessionizer-state", inputs)
+    assert outputs["reset_to"] == ""  # the job may reset nothing
     same, failures = host.check(provider, "sessionizer-state", inputs, props)
     assert failures == [] and host.diff(provider, "sessionizer-state", id_, outputs, same).changes == \
         proto.DiffResponse.DIFF_NONE
@@ -258,14 +261,23 @@ def test_a_consumers_state_reset_is_refused_in_check_unless_the_stack_allows_it(
     assert sessionizer.query is not None
     regrouped = replace(sessionizer, query=sessionizer.query.replace(
         "GROUP BY user_id,", "GROUP BY user_id, device,").replace("SELECT user_id,", "SELECT user_id, device,"))
-    changed = state_inputs(regrouped, replace(specs, consumers=(regrouped,)), allow_reset=False)
+    manifest = consumer_manifest(regrouped, replace(specs, consumers=(regrouped,)))
+    changed = state_inputs(manifest, allow_reset=False)
     _, refused = host.check(provider, "sessionizer-state", inputs, changed)
     [(prop, reason)] = refused
-    assert prop == "shape" and "consumer clickstream-sessionizer: state reset" in reason
-    assert "grouping" in reason and "kraftform:allowStateReset" in reason
+    # No property: Pulumi then prints the sentence itself, not `property shape value {<the whole map>}` first.
+    assert prop == "" and reason.startswith("consumer clickstream-sessionizer: state reset refused")
+    assert "grouping" in reason and "kraftform:allowStateReset clickstream-sessionizer" in reason
 
     allowed = {**changed, "allow_reset": True}
     _, failures = host.check(provider, "sessionizer-state", inputs, allowed)
     assert failures == []
     assert host.diff(provider, "sessionizer-state", id_, outputs, allowed).changes == proto.DiffResponse.DIFF_SOME
-    host.update(provider, "sessionizer-state", id_, outputs, allowed)
+    after = host.update(provider, "sessionizer-state", id_, outputs, allowed)
+    # The job may start a new checkpoint for this shape, and only this one.
+    assert after["reset_to"] == shape_digest(manifest.shape) != ""
+    assert replace(manifest, reset_to=after["reset_to"]).reset_allowed
+    # Taking the permission back is no change: the container (whose manifest holds `reset_to`) stays.
+    taken_back, failures = host.check(provider, "sessionizer-state", after, changed)
+    assert failures == []
+    assert host.diff(provider, "sessionizer-state", id_, after, taken_back).changes == proto.DiffResponse.DIFF_NONE

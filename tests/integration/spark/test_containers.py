@@ -11,16 +11,20 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import grpc
 import pytest
 import yaml
 from docker.errors import NotFound
 
+from kraftform.pulumi.consumers import ConsumerReadyProvider
 from kraftform.runtime.images import build_spark, docker_client
 from kraftform.spark.containers import consumers_volume, container_name
 from kraftform.waiting import NotYet, poll
 
+from ...conftest import REPO
 from ..conftest import LiveCluster, unique
 from ..kafka.conftest import Workspace
+from ..pulumi.engine import ProviderHost
 from .conftest import Pipeline, example_pipeline
 from .test_pipelines import payments
 
@@ -130,3 +134,38 @@ def test_a_consumer_submitted_to_a_standalone_spark_cluster_writes_what_it_write
         down = consumers("down", "--state-dir", state, "--purge")
         assert down.returncode == 0, down.stdout + down.stderr
     assert scored["local"] == scored["standalone"] and len(scored["local"]) == 200
+
+
+def test_a_consumer_whose_job_fails_fails_its_deployment_with_the_jobs_own_error(
+        docker_cluster: LiveCluster, tmp_path: Path) -> None:
+    """A query `validate` cannot fault (types are Spark's business) that Spark refuses at start: `consumers up`
+    and `pulumi up`'s wait (ConsumerReady, driven through Pulumi's provider host) both fail, naming the consumer
+    and Spark's cause, instead of reporting a crash-looping container healthy."""
+    image = build_spark(docker_client(), [])
+    root = tmp_path / "specs"
+    root.mkdir()
+    pipe = example_pipeline(Workspace(docker_cluster, root, unique("bad")), tmp_path, "fraud-scoring",
+                            query="SELECT payment_id AS key, to_json(amount) AS value FROM input\n")
+    state = str(docker_cluster.state_dir)
+    up = consumers("up", str(root), "--state-dir", state, "--image", image, "--timeout", "240")
+    assert up.returncode == 1 and "Traceback" not in up.stderr, up.stdout + up.stderr
+    name = container_name(docker_cluster.spec.name, pipe.name)
+    assert f"consumer {pipe.name} ({name}) failed (exit code 1): consumer 'fraud-scoring' failed: " \
+           f"[DATATYPE_MISMATCH.INVALID_JSON_SCHEMA] Cannot resolve \"to_json(amount)\"" in up.stderr
+
+    # As pulumi-docker runs it: restarted by its policy after each failure. The wait ends at the first one.
+    client = docker_client()
+    container = client.containers.get(name)
+    container.update(restart_policy={"Name": "unless-stopped"})
+    container.start()
+    (tmp_path / "host-tmp").mkdir()
+    host = ProviderHost(REPO, tmp_path / "host-tmp")
+    try:
+        with pytest.raises(grpc.RpcError) as failed:
+            host.create(ConsumerReadyProvider(), f"{pipe.name}-ready",
+                        {"consumer": pipe.name, "container_id": container.id, "timeout_s": 240})
+    finally:
+        host.close()
+        consumers("down", "--state-dir", state, "--purge")
+    said = failed.value.details()
+    assert f"consumer {pipe.name} ({name}) failed" in said and "Cannot resolve \"to_json(amount)\"" in said

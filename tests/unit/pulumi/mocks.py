@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
@@ -34,8 +35,17 @@ def pulumi_test(fn: F) -> F:
     return cast(F, pulumi.runtime.test(fn))  # type: ignore[no-untyped-call]
 
 
+@functools.cache
+def cluster_secrets() -> dict[str, Any]:
+    """The example cluster's certificates and passwords, made once: a stack keeps its secrets in its state, so
+    two builds of the program compared in a test see the same ones, as two `pulumi up` runs do."""
+    topo = topology(load_specs(EXAMPLE_SPECS).cluster)
+    return secrets_to_outputs(make_secrets(topo, docker_addressing(topo)))
+
+
 class Mocks(pulumi.runtime.Mocks):
-    """Records every resource; the secrets resource answers as its provider would (real certificates)."""
+    """Records every resource; the secrets resource answers as its provider would (real certificates), and a
+    consumer's state guard with the output its provider makes."""
 
     def __init__(self) -> None:
         self.resources: list[pulumi.runtime.MockResourceArgs] = []
@@ -44,8 +54,9 @@ class Mocks(pulumi.runtime.Mocks):
         self.resources.append(args)
         outputs = dict(args.inputs)
         if args.name.endswith("-secrets"):
-            topo = topology(load_specs(EXAMPLE_SPECS).cluster)
-            outputs.update(secrets_to_outputs(make_secrets(topo, docker_addressing(topo))))
+            outputs.update(cluster_secrets())
+        if args.name.endswith("-state"):
+            outputs["reset_to"] = ""
         if args.typ == "docker:index/remoteImage:RemoteImage":
             outputs["imageId"] = IMAGE_ID
         return f"{args.name}-id", outputs
@@ -98,3 +109,11 @@ def built_stack(stack: str, config: Callable[[], StackConfig]
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def registered(stack: str, config: Callable[[], StackConfig]) -> Mocks:
+    """The program built under mocks and run until every resource is registered with its inputs resolved: what
+    the engine would be handed, for tests that compare two builds."""
+    with built_stack(stack, config) as (mocks, _monitor, outputs):
+        pulumi_test(lambda: pulumi.Output.all(*outputs.values()))()
+    return mocks

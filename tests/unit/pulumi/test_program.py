@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
 
-from kraftform.pulumi.program import StackConfig
+from kraftform.plan.export import password_env
+from kraftform.pulumi.program import StackConfig, build
+from kraftform.spark.manifest import read_manifest
 from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS
-from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, built_stack, pulumi_test
+from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, built_stack, pulumi_test, start
 
 MONITOR: RecordingMonitor | None = None
 
@@ -176,7 +180,7 @@ def test_kafka_resources_wait_for_every_container(stack: tuple[Mocks, dict[str, 
         assert MONITOR is not None
         containers = {c.name for c in node_containers(mocks)}
         kafka = [r.name for r in mocks.of_type("pulumi-python:dynamic:Resource")
-                 if not r.name.endswith(("-secrets", "-state"))]
+                 if not r.name.endswith(("-secrets", "-state", "-ready"))]
         assert len(kafka) == 1 + 7  # the topics, and one resource per principal
         for name in kafka:
             waits_for = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies[name]}
@@ -213,8 +217,14 @@ def test_each_consumer_is_a_container_beside_the_cluster_after_its_topics_and_ac
                                                          "aliases": ["platform-consumer-fraud-scoring"]}]
         assert container.inputs["volumes"] == [{"volumeName": "platform-consumers-data",
                                                 "containerPath": "/var/lib/kraftform"}]
-        assert container.inputs["wait"] is True
-        assert "health/fraud-scoring" in container.inputs["healthcheck"]["tests"][-1]
+        # Healthy only once this container's own job finished a micro-batch; `pulumi up` waits for that in
+        # ConsumerReady (which names the job's error), not in pulumi-docker (which could not).
+        assert container.inputs["wait"] is False
+        assert "/home/kraftform/heartbeat" in container.inputs["healthcheck"]["tests"][-1]
+        [ready] = [r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name == "fraud-scoring-ready"]
+        assert ready.inputs["consumer"] == "fraud-scoring" and ready.inputs["timeout_s"] >= 240
+        assert {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies["fraud-scoring-ready"]} >= {
+            "fraud-scoring-consumer"}
         assert "ports" not in container.inputs or not container.inputs["ports"]
         wrapped = container.inputs["uploads"]  # the client config holds the consumer's password: secret
         assert wrapped[SECRET_SIG] == SECRET_VALUE
@@ -223,12 +233,39 @@ def test_each_consumer_is_a_container_beside_the_cluster_after_its_topics_and_ac
         assert client["permissions"] == "0600" and client["owner"] == "1000"
         assert "bootstrap.servers=platform-broker-0:9092,platform-broker-1:9092,platform-broker-2:9092\n" in \
             client["content"]
-        assert "/etc/kraftform/specs/consumers.yaml" in uploads
+        # Of the specs, only its job manifest: what it runs, resolved.
+        assert set(uploads) == {"/etc/kraftform/job.json", "/etc/kraftform/ca.pem", "/etc/kraftform/client.properties"}
+        job = read_manifest(uploads["/etc/kraftform/job.json"]["content"], "job.json")
+        assert job.consumer == replace(next(c for c in specs.consumers if c.name == "fraud-scoring"), description="",
+                                       location=job.consumer.location, query_location=job.consumer.query_location)
+        assert job.reset_to == "" and not job.reset_allowed
+        # It waits for what it uses: its topics, its own principal's access, its volume and state guard; not the
+        # other principals.
         waits_for = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies["fraud-scoring-consumer"]}
         assert {"topics", "User:fraud-scoring", "consumers-data", "fraud-scoring-state"} <= waits_for
+        assert not {"User:orders-service", "User:clickstream-sessionizer", "default-quotas"} & waits_for
         # Its checkpoint's state shape, guarded in preview (pulumi.consumers.ConsumerStateProvider).
         [state] = [r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name == "fraud-scoring-state"]
         assert state.inputs["shape"]["topics"] == ["payments.authorizations.v1", "payments.transactions.v1"]
         assert state.inputs["allow_reset"] is False and "--allow-destructive" not in container.inputs["command"]
 
     return outputs["consumers"].apply(check)
+
+
+def test_every_missing_password_is_named_at_once_and_nothing_is_declared() -> None:
+    users = load_specs(EXAMPLE_SPECS).users
+    saved = dict(os.environ)
+    for user in users:
+        os.environ.pop(password_env(user.name), None)
+    os.environ[password_env(users[0].name)] = "set"
+    try:
+        mocks, _ = start("dev-missing")
+        with pytest.raises(pulumi.RunError) as caught:
+            build(StackConfig(Path(EXAMPLE_SPECS)))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    message = str(caught.value)
+    assert message.startswith(f"{len(users) - 1} password(s) not set; nothing was deployed")
+    assert all(f"user {u.name!r}" in message for u in users[1:]) and f"user {users[0].name!r}" not in message
+    assert mocks.resources == []  # raised before the first resource

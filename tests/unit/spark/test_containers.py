@@ -6,7 +6,8 @@ import javaproperties
 
 from kraftform.spark.containers import (
     CLIENT_CONFIG,
-    SPECS_DIR,
+    HEARTBEAT,
+    JOB_FILE,
     WORK_DIR,
     consumer_container,
     consumers_volume,
@@ -23,26 +24,29 @@ from ...conftest import EXAMPLE_SPECS
 def test_a_consumer_runs_the_cli_job_with_its_own_login_from_a_private_file() -> None:
     specs = load_specs(EXAMPLE_SPECS)
     consumer = next(c for c in specs.consumers if c.name == "fraud-scoring")
-    spec = consumer_container(consumer, "platform", {"topics.yaml": "topics: []\n", "sub/users.yaml": "users: []\n"},
-                              "platform-broker-0:9092,platform-broker-1:9092", "SCRAM-SHA-512", 'p"w\\d', "CA PEM",
-                              "platform-net", "kraftform/spark:4.2.0-abc")
+    spec = consumer_container(consumer, "platform", '{"job": 1}\n', "platform-broker-0:9092,platform-broker-1:9092",
+                              "SCRAM-SHA-512", 'p"w\\d', "CA PEM", "platform-net", "kraftform/spark:4.2.0-abc")
     assert spec.name == container_name("platform", "fraud-scoring") == "platform-consumer-fraud-scoring"
-    assert spec.command == ("kraftform", "consumers", "run", "fraud-scoring", SPECS_DIR, "--command-config",
-                            CLIENT_CONFIG, "--data-dir", WORK_DIR)
+    assert spec.command == ("kraftform", "consumers", "run", "fraud-scoring", "--job", JOB_FILE, "--command-config",
+                            CLIENT_CONFIG, "--data-dir", WORK_DIR, "--heartbeat", HEARTBEAT)
     assert (spec.volume, spec.volume_path) == (consumers_volume("platform"), WORK_DIR)
     assert spec.labels == {"dev.kraftform.cluster": "platform", "dev.kraftform.consumer": "fraud-scoring"}
     assert spec.ports == ()  # nothing published: it only reaches out to the brokers
     files = {f.path: f for f in spec.files}
-    assert set(files) == {f"{SPECS_DIR}/topics.yaml", f"{SPECS_DIR}/sub/users.yaml", "/etc/kraftform/ca.pem",
-                          CLIENT_CONFIG}
+    # Of the specs, only the consumer's job manifest: an edit elsewhere leaves the container as it is.
+    assert set(files) == {JOB_FILE, "/etc/kraftform/ca.pem", CLIENT_CONFIG}
+    assert files[JOB_FILE].content == '{"job": 1}\n' and not files[JOB_FILE].secret
     client = files[CLIENT_CONFIG]
     assert client.mode == 0o600 and client.secret
     config = dict(javaproperties.loads(client.content))
     assert config["bootstrap.servers"] == "platform-broker-0:9092,platform-broker-1:9092"
     assert (config["security.protocol"], config["ssl.truststore.location"]) == ("SASL_SSL", "/etc/kraftform/ca.pem")
     assert config["sasl.jaas.config"].endswith(' required username="fraud-scoring" password="p\\"w\\\\d";')
-    # Healthy once the job has touched its heartbeat recently: its query runs and finished a micro-batch.
-    assert spec.healthcheck is not None and f"{WORK_DIR}/health/fraud-scoring" in spec.healthcheck.test[-1]
+    # Healthy once this container's job has touched its heartbeat recently: its query runs and finished a
+    # micro-batch. The heartbeat is in the container's own file system, never on the shared volume, where a
+    # predecessor's would have made a broken replacement look healthy.
+    assert spec.healthcheck is not None and HEARTBEAT in spec.healthcheck.test[-1]
+    assert not HEARTBEAT.startswith(WORK_DIR)
     assert spec.healthcheck.start_period_s >= 120
 
 

@@ -64,3 +64,26 @@ def test_headers_are_noticed_so_the_source_reads_them() -> None:
 def test_broken_queries_are_named(query: str, message: str) -> None:
     with pytest.raises(QueryError, match=message):
         analyze(consumer(query))
+
+
+@pytest.mark.parametrize(("query", "message", "line", "column"), [
+    ("SELECT user_id AS key,\n  roundx(amount, 2) AS value FROM input",
+     "Spark 4.2.0 has no function 'roundx'; did you mean round?", 2, 3),
+    ("SELECT user_id AS key, iff(amount > 1, 'a', 'b') AS value FROM input", "no function 'iff'; did you mean if?",
+     1, 24),
+    # sqlglot knows it (as TIMESTAMP_TRUNC); Spark does not: the name as written is what Spark is asked for.
+    ("SELECT user_id AS key, timestamp_trunc('hour', event_time) AS value FROM input", "no function 'timestamp_trunc'",
+     1, 24),
+])
+def test_a_function_spark_does_not_have_is_a_located_error(query: str, message: str, line: int, column: int) -> None:
+    with pytest.raises(QueryError, match=message) as caught:
+        analyze(consumer(query))
+    assert (caught.value.line, caught.value.column) == (line, column)
+
+
+def test_functions_spark_has_pass_whatever_name_sqlglot_gives_them() -> None:
+    analyze(consumer("SELECT user_id AS key, nvl(url, 'x') AS a, ifnull(url, 'y') AS b, date_trunc('hour', event_time) "
+                     "AS c, percentile_approx(amount, 0.5) AS d, CAST(amount AS STRING) AS value, "
+                     "extract(YEAR FROM event_time) AS e, transform(tags, t -> upper(t)) AS f, if(amount > 1, 1, 2) "
+                     "AS g, position('a' IN url) AS h, count(*) AS n FROM input GROUP BY user_id, url, amount, "
+                     "event_time, tags"))

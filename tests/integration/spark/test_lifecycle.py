@@ -1,0 +1,47 @@
+"""A running consumer stopped the ways it is stopped in practice: SIGTERM (`docker stop`, Kubernetes, systemd,
+`timeout`) and SIGINT (Ctrl-C), sent to its main process alone (as `docker stop` sends it) or to its whole
+process group (as a terminal and `timeout` do, reaching the JVM too). Each time the query stops after its
+current micro-batch, then the JVM, and the run ends with exit 0 and one line: no Java or Python trace."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from ..conftest import LiveCluster, unique
+from ..kafka.conftest import Workspace
+from .conftest import example_pipeline, wait_for_line
+from .test_pipelines import payments
+
+pytestmark = pytest.mark.integration
+
+TRACES = ("Traceback", "Exception", "Error", "\tat ")
+
+
+@pytest.mark.parametrize("to_group", [True, False], ids=["process-group", "main-process"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_stops_the_query_then_the_jvm_with_one_line(local_cluster: LiveCluster, tmp_path: Path,
+                                                                  sig: signal.Signals, to_group: bool) -> None:
+    root = tmp_path / "specs"
+    root.mkdir()
+    pipe = example_pipeline(Workspace(local_cluster, root, unique("sig")), tmp_path, "fraud-scoring", trigger="1s")
+    assert pipe.produce((pipe.inputs[0], p["payment_id"], p) for p in payments(50, seed=5)) == 50
+    process = pipe.start()
+    seen: list[str] = []
+    try:
+        wait_for_line(process, "batch 0:", 180, seen)
+        if to_group:
+            os.killpg(process.pid, sig)
+        else:
+            process.send_signal(sig)
+        rest, _ = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    after = rest.splitlines()
+    assert process.returncode == 0, "".join(seen) + rest
+    assert after and after[-1].endswith("fraud-scoring: stopped (interrupted)"), rest
+    assert not [line for line in after if any(t in line for t in TRACES)], rest

@@ -8,6 +8,9 @@ Stack configuration (see Pulumi.dev.yaml and Pulumi.prod.yaml):
   kraftform:adminPassword     secret, docker mode (optional: generated and kept in the state otherwise)
   kraftform:bootstrapServers, kraftform:username, kraftform:password (secret), kraftform:caPath: external mode
   kraftform:protect           protect topics and principals from deletion (default: true in prod, false in dev)
+  kraftform:deployConsumers   run the consumers in containers here (default: true in docker mode, false external)
+  kraftform:sparkImage        the consumers' image (default: the locally built kraftform/spark:<version>-<digest>)
+  kraftform:allowStateReset   consumers allowed a new checkpoint when their state's shape changed (names, or true)
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from kraftform.errors import KraftformError
 from kraftform.spark.settings import input_partitions, job_settings
-from kraftform.spec.model import ConsumerSpec, SpecSet, TopicSpec
+from kraftform.specset.model import ConsumerSpec, SpecSet, TopicSpec
 from kraftform.units import human_bytes
 
 HEADROOM = 0.70

@@ -22,13 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from kraftform.artifacts import ensure_kafka
 from kraftform.cluster.render import new_cluster_id
 from kraftform.kafka.health import wait_healthy
 from kraftform.runtime import get_runtime
-from kraftform.runtime.artifacts import ensure_kafka
 from kraftform.runtime.images import build_kafka, docker_client
 from kraftform.runtime.local import java_binary
-from kraftform.spec.model import ClusterSpec, ExternalListener, Security
+from kraftform.specset.model import ClusterSpec, ExternalListener, Security
 
 CLUSTER = ClusterSpec(name="kfbench", brokers=3, kafka_version="4.3.1", controllers=3, racks=("a", "b", "c"),
                       security=Security(external_listener=ExternalListener(True, "localhost", 39092)))

@@ -30,7 +30,7 @@ from kraftform.kafka.admin import Admin, Requests, kafka_python_admin
 from kraftform.kafka.connect import read_connection
 from kraftform.kafka.health import poll_health
 from kraftform.runtime.deployment import admin_config
-from kraftform.spec.model import ClusterDefaults, ClusterSpec, ManagedScope, Security
+from kraftform.specset.model import ClusterDefaults, ClusterSpec, ManagedScope, Security
 from kraftform.waiting import until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere

@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 from confluent_kafka import Consumer, Producer
 
+from kraftform.declared import load_specs
 from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.connect import Connection, read_connection
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
@@ -42,8 +43,7 @@ from kraftform.runtime.deployment import STATE_FILE
 from kraftform.spark.checkpoint import prepare
 from kraftform.spark.job import placement, spark_session, start_query
 from kraftform.spark.settings import job_settings
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import ClusterDefaults, ClusterSpec, ConsumerSpec, ManagedScope, Security, SpecSet
+from kraftform.specset.model import ClusterDefaults, ClusterSpec, ConsumerSpec, ManagedScope, Security, SpecSet
 
 CLUSTER = ClusterSpec(name="kfspark", brokers=3, kafka_version="4.3.1", controllers=3, racks=("a", "b", "c"),
                       defaults=ClusterDefaults(1, 3, 2), security=Security(),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kraftform.runtime import get_runtime
 from kraftform.runtime.deployment import STATE_FILE
-from kraftform.spec.model import ClusterSpec
+from kraftform.specset.model import ClusterSpec
 
 
 @contextmanager

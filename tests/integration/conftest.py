@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from kraftform.declared import load_specs
 from kraftform.runtime import Runtime, get_runtime
 from kraftform.runtime.deployment import Deployment, admin_config, load
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import ClusterSpec
+from kraftform.specset.model import ClusterSpec
 
 CLUSTER_SPECS = Path(__file__).resolve().parents[1] / "fixtures" / "cluster"
 

@@ -1,6 +1,6 @@
 """Layers one way: every module imports on its own, and no module imports (even lazily) one that imports it.
 
-A cycle works only in the order Python happens to meet it (`import kraftform.profiles` once failed while
+A cycle works only in the order Python happens to meet it (`import kraftform.specset.profiles` once failed while
 `import kraftform` worked), so the graph is checked as written, not as one entry point loads it.
 """
 
@@ -64,3 +64,43 @@ def test_every_module_imports_on_its_own_in_a_fresh_interpreter() -> None:
     with ThreadPoolExecutor(max_workers=8) as pool:
         failures = {name: error for name, error in pool.map(imported, names) if error}
     assert not failures, failures
+
+
+#: The layers, lowest first: a package imports only from its own layer or a lower one. The model of the specs
+#: (`specset`) sits just above the base modules, so reading specs never pulls in Spark, Kafka or Docker; Spark's
+#: rules join the model's in `declared`; only `runtime` and `pulumi` start things; the CLI is the top.
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"errors", "units", "versions", "waiting", "tables", "topic_configs"}),
+    frozenset({"specset"}),
+    frozenset({"cluster", "lint", "verify"}),
+    frozenset({"artifacts", "plan"}),
+    frozenset({"kafka"}),
+    frozenset({"spark"}),
+    frozenset({"sizing", "declared"}),
+    frozenset({"runtime"}),
+    frozenset({"pulumi"}),
+    frozenset({"cli", "__main__"}),
+)
+
+
+def _layer(package: str) -> int:
+    found = [i for i, layer in enumerate(LAYERS) if package in layer]
+    assert found, f"kraftform.{package} is in no layer: add it to LAYERS where it belongs"
+    return found[0]
+
+
+def test_every_import_goes_down_the_layers_package_by_package() -> None:
+    modules = _modules()
+    climbing = []
+    for name, path in modules.items():
+        if name == "kraftform":  # the package's own __init__: its version only
+            continue
+        source = name.split(".")[1]
+        for target in _imports(name, path, modules):
+            if target == "kraftform":
+                continue
+            imported = target.split(".")[1]
+            if imported != source and _layer(imported) > _layer(source):
+                climbing.append(f"{name} -> {target}")
+    assert not climbing, "imports climbing up the layers:\n" + "\n".join(sorted(climbing))
+    assert {p for layer in LAYERS for p in layer} == {n.split(".")[1] for n in modules if n != "kraftform"}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from kraftform.declared import load_specs
 from kraftform.lint import RULES, lint
-from kraftform.spec.loader import load_specs
 
 from ..conftest import SpecsCopy, edit
 

@@ -4,8 +4,8 @@ import dataclasses
 import math
 from pathlib import Path
 
+from kraftform.declared import load_specs
 from kraftform.sizing import HEADROOM, size_cluster, suggest_partitions
-from kraftform.spec.loader import load_specs
 
 from ..conftest import SpecsCopy, edit
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from kraftform.cli.spec_commands import DEFAULT_SPECS
+from kraftform.declared import load_specs
 from kraftform.runtime import RUNTIMES, get_runtime, runtime_of
-from kraftform.spec.loader import load_specs
 
 #: Where `cluster up` keeps a cluster's state and admin client files; every command that finds a cluster by
 #: its state directory defaults to it, so the quick start's commands need no --state-dir.

@@ -11,12 +11,12 @@ from typing import Any
 
 from kraftform.cli.cluster_commands import DEFAULT_STATE
 from kraftform.cli.spec_commands import DEFAULT_SPECS
+from kraftform.declared import load_specs
 from kraftform.errors import UsageError
 from kraftform.kafka.connect import Connection, read_connection
 from kraftform.spark.manifest import JobManifest, read_manifest
 from kraftform.spark.settings import JobSettings, job_settings
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import ConsumerSpec, SpecSet
+from kraftform.specset.model import ConsumerSpec, SpecSet
 
 DEFAULT_DATA = ".state/consumers"
 

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from kraftform.cli.spec_commands import DEFAULT_SPECS
+from kraftform.declared import load_specs
 from kraftform.errors import UsageError
 from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.connect import Connection, read_connection
 from kraftform.kafka.reconcile import LivePlan, apply_cluster, plan_cluster
 from kraftform.plan.render import RENDERERS, render_text, summary
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import Security, SpecSet
+from kraftform.specset.model import Security, SpecSet
 from kraftform.units import parse_rate
 
 COMMAND_CONFIG_HELP = ("client properties of an admin (super) user: the admin.properties written by "

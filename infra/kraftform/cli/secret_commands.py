@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from kraftform.cli.spec_commands import DEFAULT_SPECS
+from kraftform.declared import load_specs
 from kraftform.errors import UsageError
 from kraftform.kafka.credentials import read_secret
 from kraftform.runtime.deployment import write_client_files, write_private
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import UserSpec
+from kraftform.specset.model import UserSpec
 
 WHERE = {"env": "environment variable", "file": "file", "pulumi_config": "Pulumi config secret"}
 

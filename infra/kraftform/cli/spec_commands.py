@@ -7,14 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kraftform.declared import diff_specs, load_specs
 from kraftform.errors import UsageError
 from kraftform.lint import ENVS, RULES, lint
 from kraftform.plan.render import RENDERERS
-from kraftform.plan.specdiff import diff_specsets
-from kraftform.profiles import BUILTIN_PROFILES, SECTIONS
 from kraftform.sizing import HEADROOM, SizingReport, size_cluster
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import Profile, SpecSet
+from kraftform.specset.model import Profile, SpecSet
+from kraftform.specset.profiles import BUILTIN_PROFILES, SECTIONS
 from kraftform.tables import text_table
 from kraftform.units import human_bytes
 
@@ -152,6 +151,6 @@ def cmd_profile_show(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     base, head = load_specs(args.base_dir), load_specs(args.head_dir)
-    plan = diff_specsets(base, head)
+    plan = diff_specs(base, head)
     print(RENDERERS[args.format](plan), end="")
     return 0 if plan.empty else 2

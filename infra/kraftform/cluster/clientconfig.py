@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import javaproperties
 
-from kraftform.cluster.config import SCRAM_LOGIN, properties_text
+from kraftform.cluster.config import PLAIN_LOGIN, SCRAM_LOGIN, properties_text
 
 
 @dataclass(frozen=True)
@@ -28,9 +28,17 @@ def jaas_quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def jaas_login(mechanism: str, username: str, password: str) -> str:
+    """A Java client's `sasl.jaas.config` for a SASL login: the one place it is written (Java properties,
+    Spark's `kafka.*` options and Kafka's tools all take it). PLAIN logs in with PlainLoginModule, the SCRAM
+    mechanisms with ScramLoginModule."""
+    module = PLAIN_LOGIN if mechanism == "PLAIN" else SCRAM_LOGIN
+    return f"{module} required username={jaas_quote(username)} password={jaas_quote(password)};"
+
+
 def java_properties(auth: ClientAuth, title: str = "kraftform admin client (Java): --command-config for Kafka's tools"
                     ) -> str:
-    jaas = f"{SCRAM_LOGIN} required username={jaas_quote(auth.username)} password={jaas_quote(auth.password)};"
+    jaas = jaas_login(auth.mechanism, auth.username, auth.password)
     return properties_text({
         "bootstrap.servers": auth.bootstrap, "security.protocol": "SASL_SSL", "sasl.mechanism": auth.mechanism,
         "sasl.jaas.config": jaas, "ssl.truststore.type": "PEM", "ssl.truststore.location": auth.ca_path,

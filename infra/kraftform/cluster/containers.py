@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from kraftform.cluster.config import Addressing, NodePaths
 from kraftform.cluster.render import TOOL_JAVA_OPTIONS, ClusterSecrets, RenderedNode, java_options, render_cluster
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_PORT, Topology
-from kraftform.spec.model import ClusterSpec
+from kraftform.specset.model import ClusterSpec
 from kraftform.versions import KAFKA_VERSION
 
 CONFIG_DIR = "/etc/kraftform"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from kraftform.spec.model import DEFAULT_CONTROLLER_HEAP, ClusterSpec
+from kraftform.specset.model import DEFAULT_CONTROLLER_HEAP, ClusterSpec
 
 CONTROLLER_ID_BASE = 1000
 

@@ -1,7 +1,9 @@
 """Carry out a reviewed plan against a live cluster, then prove it worked by observing again.
 
-Steps run in the plan's kind order (users before the ACLs and quotas that name them, topics before their
-configs and ACLs), each as one batched request where Kafka allows. Every step is idempotent: "already
+Steps run in `Applier.STEPS` order: users first (the ACLs and quotas that follow name them), then ACLs and
+quotas, then topics, their configs, partitions and replicas (ACLs and quotas go before topics because brokers
+publish committed metadata behind replica creation: after 4,000 new topics, their ACLs took 29 s to show).
+Each step is one batched request where Kafka allows. Every step is idempotent: "already
 exists" and "already gone" count as success, and the final observation checks the result rather than
 trusting the responses. An apply killed at any point therefore converges on the next run.
 
@@ -66,8 +68,8 @@ from kraftform.plan.changes import (
     NewTopic as TopicPayload,
 )
 from kraftform.plan.render import listed
-from kraftform.spec import model
-from kraftform.spec.model import SpecSet
+from kraftform.specset import model
+from kraftform.specset.model import SpecSet
 from kraftform.waiting import NotYet, poll
 
 #: Items per write request, and how long one may take: the controller commits each item, and thousands of

@@ -17,7 +17,7 @@ from kraftform.errors import KraftformError, UsageError
 from kraftform.kafka.admin import Admin, is_auth_error
 from kraftform.kafka.connect import Connection
 from kraftform.plan.state import ClusterState
-from kraftform.spec.model import SecretRef, UserSpec
+from kraftform.specset.model import SecretRef, UserSpec
 
 LOGIN_TIMEOUT = 15.0
 

@@ -32,7 +32,7 @@ from kraftform.kafka.admin import TIMEOUT, Admin, Requests, batches, kafka_pytho
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.quotas import describe_quotas
 from kraftform.plan.state import ClusterState, TopicState, UserState
-from kraftform.spec.model import AclBinding
+from kraftform.specset.model import AclBinding
 
 #: Topics per DescribeConfigs request: large enough to keep requests few, small enough for any broker.
 CONFIG_BATCH = 1000

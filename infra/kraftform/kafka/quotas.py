@@ -11,7 +11,7 @@ from kafka.errors import for_code
 from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
 from kraftform.errors import KafkaRequestFailed
-from kraftform.spec.model import DEFAULT_ENTITY, QuotaEntity
+from kraftform.specset.model import DEFAULT_ENTITY, QuotaEntity
 
 #: kraftform's entity fields <-> Kafka's entity types.
 _TYPES = {"user": "user", "client_id": "client-id"}

@@ -16,7 +16,7 @@ from kraftform.kafka.observe import Observation, observe
 from kraftform.plan.changes import Action, Change, Kind, Plan
 from kraftform.plan.live import live_plan
 from kraftform.plan.render import render_text
-from kraftform.spec.model import SpecSet
+from kraftform.specset.model import SpecSet
 from kraftform.waiting import NotYet, poll
 
 #: How long an applied change may take to show in what brokers report: metadata reaches every broker a

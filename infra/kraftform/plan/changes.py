@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from kraftform.spec.model import AclBinding, QuotaEntity
+from kraftform.specset.model import AclBinding, QuotaEntity
 
 
 class Safety(StrEnum):

@@ -26,7 +26,7 @@ from kraftform.plan.changes import (
 from kraftform.plan.placement import describe, reassign
 from kraftform.plan.render import listed
 from kraftform.plan.state import ClusterState, TopicState
-from kraftform.spec.model import DEFAULT_ENTITY, AclBinding, QuotaEntity
+from kraftform.specset.model import DEFAULT_ENTITY, AclBinding, QuotaEntity
 from kraftform.units import human_bytes, human_duration_ms
 
 #: Retention-like keys where a smaller value deletes existing data; -1 (and -2 for local.*) mean "no limit".

@@ -15,7 +15,7 @@ import yaml
 
 from kraftform.plan.live import cluster_identities, reserved
 from kraftform.plan.state import ClusterState
-from kraftform.spec.model import DEFAULT_ENTITY, Security
+from kraftform.specset.model import DEFAULT_ENTITY, Security
 from kraftform.versions import KAFKA_VERSION
 
 HEADER = "# Written by `kraftform import`; review before committing.\n"

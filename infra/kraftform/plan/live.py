@@ -14,7 +14,7 @@ from kraftform.plan.changes import Plan
 from kraftform.plan.diff import Ownership, diff_states
 from kraftform.plan.render import listed
 from kraftform.plan.state import ClusterState, state_of
-from kraftform.spec.model import DEFAULT_ENTITY, AclBinding, QuotaEntity, SpecSet
+from kraftform.specset.model import DEFAULT_ENTITY, AclBinding, QuotaEntity, SpecSet
 
 #: Kafka's internal topics (`__consumer_offsets`, ...) and kraftform's own (`kraftform.health`).
 RESERVED_PREFIXES = ("__", "kraftform.")

@@ -1,7 +1,7 @@
 """Offline diff of two spec revisions, for pull-request review: no cluster needed.
 
 Kafka resources go through the same `diff_states` as live plans; what only specs describe (the cluster's
-shape, profiles, streaming consumers) is compared here.
+shape, profiles) is compared here, and the streaming consumers in `spark.diff`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.plan.diff import diff_states
 from kraftform.plan.state import state_of
-from kraftform.profiles import SECTIONS
-from kraftform.spec.model import ClusterSpec, ConsumerSpec, SpecSet
+from kraftform.specset.model import ClusterSpec, SpecSet
+from kraftform.specset.profiles import SECTIONS
 
 #: Cluster fields that never reach a node's configuration: sizing inputs, the managed-scope declaration,
 #: topic defaults (their effect shows as topic changes) and lint's conventions.
@@ -21,13 +21,13 @@ _CLUSTER_SAFE = {"load", "managed_scope", "storage_per_broker_bytes", "defaults"
 UNSET = "(unset)"
 
 
-def _flat(value: Any, prefix: str) -> dict[str, str]:
+def flat_fields(value: Any, prefix: str = "") -> dict[str, str]:
     """Nested dataclasses -> dotted keys, so a change names `security.controller_auth`, not `security`."""
     if hasattr(value, "__dataclass_fields__"):
         out: dict[str, str] = {}
         for f in fields(value):
             if f.compare:
-                out.update(_flat(getattr(value, f.name), f"{prefix}.{f.name}" if prefix else f.name))
+                out.update(flat_fields(getattr(value, f.name), f"{prefix}.{f.name}" if prefix else f.name))
         return out
     if isinstance(value, tuple):
         return {prefix: ", ".join(map(str, value))}
@@ -35,7 +35,7 @@ def _flat(value: Any, prefix: str) -> dict[str, str]:
 
 
 def _cluster(base: ClusterSpec, head: ClusterSpec) -> list[Change]:
-    before, after = _flat(base, ""), _flat(head, "")
+    before, after = flat_fields(base, ""), flat_fields(head, "")
     changes = []
     for key in sorted(set(before) | set(after)):
         a, b = before.get(key), after.get(key)
@@ -62,51 +62,6 @@ def _cluster(base: ClusterSpec, head: ClusterSpec) -> list[Change]:
     return changes
 
 
-def _consumers(base: SpecSet, head: SpecSet) -> list[Change]:
-    before = {c.name: c for c in base.consumers}
-    after = {c.name: c for c in head.consumers}
-    changes: list[Change] = []
-    for name, c in after.items():
-        old = before.get(name)
-        if old is None:
-            changes.append(Change(Action.CREATE, Kind.CONSUMER, name, Safety.SAFE, "new streaming job",
-                                  "topics", None, ", ".join(c.topics)))
-            continue
-        for key, a, b in _consumer_fields(old, c):
-            disruptive = key in ("topics", "group_id_prefix", "user", "sink", "profile", "starting_offsets",
-                                 "query", "transform", "value", "watermark", "checkpoint")
-            changes.append(Change(Action.UPDATE, Kind.CONSUMER, name,
-                                  Safety.DISRUPTIVE if disruptive else Safety.SAFE,
-                                  "the job restarts with a new query plan" if disruptive
-                                  else "the job restarts from its checkpoint", key, a, b))
-        reset = _state_reset(base, old, head, c)
-        if reset:
-            changes.append(Change(Action.UPDATE, Kind.CONSUMER, name, Safety.DESTRUCTIVE,
-                                  f"state reset: the checkpoint cannot be reused ({'; '.join(reset)}); the job "
-                                  f"starts from a new one (consumers run --allow-destructive)", "checkpoint"))
-    for name, old in before.items():
-        if name not in after:
-            changes.append(Change(Action.DELETE, Kind.CONSUMER, name, Safety.DISRUPTIVE,
-                                  "streaming job stopped (its output and checkpoint are kept)", "topics",
-                                  ", ".join(old.topics), None))
-    return changes
-
-
-def _state_reset(base: SpecSet, old: ConsumerSpec, head: SpecSet, new: ConsumerSpec) -> list[str]:
-    """Why `old`'s checkpoint cannot serve `new` (both revisions are valid, so their queries analyze)."""
-    from kraftform.spark.checkpoint import incompatibilities, state_shape
-    from kraftform.spark.settings import job_settings
-
-    return incompatibilities(state_shape(old, job_settings(old, base).facts),
-                             state_shape(new, job_settings(new, head).facts))
-
-
-def _consumer_fields(old: ConsumerSpec, new: ConsumerSpec) -> list[tuple[str, str, str]]:
-    # Queries span lines; a plan line shows them on one.
-    a, b = ({k: " ".join(v.split()) for k, v in _flat(c, "").items()} for c in (old, new))
-    return [(k.split(".")[0], a.get(k, ""), b.get(k, "")) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-
-
 def _profiles(base: SpecSet, head: SpecSet) -> list[Change]:
     """Client-side profile settings; topic-side ones already show up as topic config changes."""
     changes: list[Change] = []
@@ -126,7 +81,7 @@ def _profiles(base: SpecSet, head: SpecSet) -> list[Change]:
 
 
 def diff_specsets(base: SpecSet, head: SpecSet) -> Plan:
-    """Every change between two spec revisions, classified, for review before anything runs."""
+    """The changes between two spec revisions that this layer classifies (Kafka resources, the cluster,
+    profiles); `kraftform.declared.diff_specs` adds the consumers' (`spark.diff`)."""
     kafka = diff_states(state_of(base), state_of(head))
-    return Plan.of([*kafka.changes, *_cluster(base.cluster, head.cluster), *_consumers(base, head),
-                    *_profiles(base, head)], subject="diff")
+    return Plan.of([*kafka.changes, *_cluster(base.cluster, head.cluster), *_profiles(base, head)], subject="diff")

@@ -27,7 +27,7 @@ from kraftform.cluster.containers import (
 )
 from kraftform.cluster.render import ClusterSecrets, make_secrets
 from kraftform.cluster.topology import Topology, topology
-from kraftform.spec.model import ClusterSpec, ExternalListener, Security
+from kraftform.specset.model import ClusterSpec, ExternalListener, Security
 from kraftform.units import go_duration
 
 T = TypeVar("T")

@@ -28,7 +28,7 @@ from kraftform.pulumi.cluster import container_resource
 from kraftform.spark.checkpoint import StateShape, incompatibilities
 from kraftform.spark.containers import START_PERIOD_S, consumer_container, spark_cluster_containers
 from kraftform.spark.manifest import JobManifest, manifest_text, shape_digest
-from kraftform.spec.model import SparkSpec
+from kraftform.specset.model import SparkSpec
 
 #: How long `pulumi up` waits for a consumer's job to finish its first micro-batch: its start grace, plus a minute.
 WAIT_S = START_PERIOD_S + 60

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kraftform.declared import load_specs
 from kraftform.errors import KraftformError
 from kraftform.lint import ENVS, RULES, Rule, lint
-from kraftform.spec.loader import load_specs
 
 SPECS_TYPE = "kraftform:index:Specs"
 

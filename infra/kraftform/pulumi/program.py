@@ -17,6 +17,7 @@ import pulumi_docker as docker
 
 from kraftform.cluster.containers import LABEL_CLUSTER, LOCAL_IMAGE, OFFICIAL_IMAGE, in_containers, network_bootstrap
 from kraftform.cluster.topology import topology
+from kraftform.declared import load_specs
 from kraftform.errors import KraftformError, SpecError
 from kraftform.kafka.credentials import missing_password, passwords
 from kraftform.plan.live import declared_principals
@@ -28,8 +29,7 @@ from kraftform.pulumi.topics import Topics
 from kraftform.runtime.images import spark_image
 from kraftform.spark.containers import consumers_volume
 from kraftform.spark.manifest import consumer_manifest
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import DEFAULT_ENTITY, SpecSet, UserSpec
+from kraftform.specset.model import DEFAULT_ENTITY, SpecSet, UserSpec
 
 IMAGES = {"official": OFFICIAL_IMAGE, "local": LOCAL_IMAGE}
 

@@ -38,7 +38,7 @@ from kraftform.kafka.credentials import check_passwords
 from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
 from kraftform.plan.state import ClusterState
-from kraftform.spec.model import (
+from kraftform.specset.model import (
     DEFAULT_ENTITY,
     AclBinding,
     AclSpec,

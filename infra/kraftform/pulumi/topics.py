@@ -36,7 +36,7 @@ from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.pulumi.providers import connection_of, first_read
-from kraftform.spec.model import ClusterSpec, SpecSet, TopicSpec
+from kraftform.specset.model import ClusterSpec, SpecSet, TopicSpec
 from kraftform.topic_configs import normalize_topic_config
 from kraftform.versions import KAFKA_VERSION
 from kraftform.waiting import until

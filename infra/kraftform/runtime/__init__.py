@@ -11,7 +11,7 @@ from typing import Protocol
 
 from kraftform.errors import UsageError
 from kraftform.kafka.health import ClusterHealth
-from kraftform.spec.model import ClusterSpec
+from kraftform.specset.model import ClusterSpec
 
 RUNTIMES = ("local", "docker")
 

@@ -21,7 +21,7 @@ from kraftform.runtime import deployment as dep
 from kraftform.runtime.docker_engine import DockerRuntime, attached, remove_attached, remove_if_present
 from kraftform.spark.containers import LABEL_CONSUMER, LABEL_SPARK, consumer_container, spark_cluster_containers
 from kraftform.spark.manifest import consumer_manifest, manifest_text
-from kraftform.spec.model import ConsumerSpec, SpecSet
+from kraftform.specset.model import ConsumerSpec, SpecSet
 from kraftform.waiting import NotYet, poll
 
 #: How `kraftform` prints an error it stops on (cli.main).

@@ -39,7 +39,7 @@ from kraftform.errors import EnvironmentMissing, UsageError
 from kraftform.kafka.health import ClusterHealth, wait_healthy
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.images import docker_client
-from kraftform.spec.model import ClusterSpec
+from kraftform.specset.model import ClusterSpec
 from kraftform.waiting import until
 
 

@@ -25,9 +25,9 @@ import docker
 from docker.errors import APIError, BuildError, ImageNotFound
 
 import kraftform
+from kraftform.artifacts import connector_home, ensure_kafka
 from kraftform.cluster.containers import CONTAINER_UID, KAFKA_LIBS, LOCAL_IMAGE
 from kraftform.errors import EnvironmentMissing
-from kraftform.runtime.artifacts import connector_home, ensure_kafka
 from kraftform.spark.containers import SPARK_CACHE, SPARK_HOME_DIR, SPARK_VENV, WORK_DIR
 from kraftform.versions import DEBIAN_SUITE, JRE_PACKAGE, KAFKA_VERSION, KCAT_SUITE, SPARK_VERSION
 

@@ -16,14 +16,14 @@ import subprocess
 from pathlib import Path
 from typing import cast
 
+from kraftform.artifacts import ensure_kafka
 from kraftform.cluster.config import Addressing, NodePaths
 from kraftform.cluster.render import TOOL_JAVA_OPTIONS, RenderedNode, java_options, make_secrets, render_cluster
 from kraftform.cluster.topology import CLIENT_PORT, Node, Role, Topology, topology
 from kraftform.errors import ClusterUnhealthy, EnvironmentMissing
 from kraftform.kafka.health import ClusterHealth, wait_healthy
 from kraftform.runtime import deployment as dep
-from kraftform.runtime.artifacts import ensure_kafka
-from kraftform.spec.model import DEFAULT_BROKER_HEAP, DEFAULT_CONTROLLER_HEAP, ClusterSpec
+from kraftform.specset.model import DEFAULT_BROKER_HEAP, DEFAULT_CONTROLLER_HEAP, ClusterSpec
 from kraftform.waiting import until
 
 FORMAT_TIMEOUT = 120

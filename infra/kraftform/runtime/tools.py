@@ -7,9 +7,9 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Sequence
 
+from kraftform.artifacts import ensure_kafka
 from kraftform.cluster.render import TOOL_JAVA_OPTIONS
 from kraftform.errors import KafkaRequestFailed
-from kraftform.runtime.artifacts import ensure_kafka
 from kraftform.runtime.local import java_binary
 from kraftform.versions import KAFKA_VERSION
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from kraftform.errors import PlanRefusedError, UsageError
 from kraftform.spark.query import QueryFacts
-from kraftform.spec.model import ConsumerSpec
+from kraftform.specset.model import ConsumerSpec
 
 META_FILE = "kraftform.json"
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from kraftform.cluster.clientconfig import ClientAuth, java_properties
 from kraftform.cluster.containers import LABEL_CLUSTER, ContainerFile, ContainerSpec, Healthcheck
-from kraftform.spec.model import ConsumerSpec, SparkSpec
+from kraftform.specset.model import ConsumerSpec, SparkSpec
 
 SPARK_VENV = "/opt/kraftform/venv"
 SPARK_CACHE = "/opt/kraftform/cache"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 from kraftform.spark.query import parse_schema
-from kraftform.spec.model import ConsumerSpec
+from kraftform.specset.model import ConsumerSpec
 
 REPEATING_IDS = ("user", "account", "customer", "card", "merchant", "session", "device", "visitor")
 COUNTRIES = ("FR", "DE", "US", "GB", "ES", "IT", "NL", "BR", "IN", "JP")

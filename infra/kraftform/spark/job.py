@@ -1,7 +1,7 @@
 """The streaming job: one consumer's query in a Spark session, from its Kafka topics to its sink.
 
 pyspark is imported here only, when a job runs. The connector's jars come from Maven Central
-(`runtime.artifacts.connector_jars`). Each consumer gets a session of its own (`newSession`: its own `input`
+(`artifacts.connector_jars`). Each consumer gets a session of its own (`newSession`: its own `input`
 view and SQL settings) over one SparkContext, so tests and a process running several consumers share the JVM.
 """
 
@@ -17,17 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kraftform.cluster.clientconfig import jaas_quote
-from kraftform.cluster.config import SCRAM_LOGIN
+from kraftform.cluster.clientconfig import jaas_login
 from kraftform.errors import KraftformError, UsageError
 from kraftform.kafka.connect import Connection
 from kraftform.spark.checkpoint import CheckpointMeta
 from kraftform.spark.query import INPUT_VIEW, METADATA_COLUMNS
 from kraftform.spark.settings import JobSettings
 from kraftform.spark.sinks import ParquetBatchSink, TransactionalKafkaSink
-from kraftform.spec.model import ConsumerSpec
+from kraftform.specset.model import ConsumerSpec
 from kraftform.versions import SPARK_VERSION
-from kraftform.waiting import until
 
 Log = Callable[[str], None]
 #: How often a running query's heartbeat file is touched.
@@ -42,8 +40,8 @@ def kafka_client_options(connection: Connection) -> dict[str, str]:
         raise UsageError("a consumer logs in over SASL_SSL with its own SCRAM user")
     options = {"kafka.bootstrap.servers": connection.bootstrap, "kafka.security.protocol": "SASL_SSL",
                "kafka.sasl.mechanism": connection.mechanism or "SCRAM-SHA-512",
-               "kafka.sasl.jaas.config": f"{SCRAM_LOGIN} required username={jaas_quote(connection.username)} "
-                                         f"password={jaas_quote(connection.password)};"}
+               "kafka.sasl.jaas.config": jaas_login(connection.mechanism or "SCRAM-SHA-512", connection.username,
+                                                    connection.password)}
     if connection.ca_path:
         options.update({"kafka.ssl.truststore.type": "PEM", "kafka.ssl.truststore.location": connection.ca_path})
     return options
@@ -61,7 +59,7 @@ def spark_session(settings: JobSettings, work_dir: Path) -> Any:
     if pyspark.__version__ != SPARK_VERSION:
         raise UsageError(f"pyspark {pyspark.__version__} is installed, the Kafka connector is pinned at "
                          f"{SPARK_VERSION}: they must match (pip install 'kraftform[spark]')")
-    from kraftform.runtime.artifacts import connector_jars
+    from kraftform.artifacts import connector_jars
 
     jars = connector_jars(Path(pyspark.__file__).parent / "jars")
     if settings.master.startswith("local"):
@@ -262,6 +260,3 @@ def run_until_stopped(query: Any, consumer: ConsumerSpec, log: Log, should_stop:
     if error is not None:
         raise explain_failure(error, consumer)
 
-
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str, poll_s: float = 0.5) -> None:
-    until(what, timeout, predicate, interval=poll_s)

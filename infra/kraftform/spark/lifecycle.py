@@ -27,7 +27,7 @@ from kraftform.spark.job import (
     start_query,
 )
 from kraftform.spark.settings import JobSettings
-from kraftform.spec.model import ConsumerSpec
+from kraftform.specset.model import ConsumerSpec
 
 Log = Callable[[str], None]
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)

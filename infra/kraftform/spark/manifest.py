@@ -23,7 +23,7 @@ from kraftform.errors import UsageError
 from kraftform.spark.checkpoint import StateShape, state_shape
 from kraftform.spark.query import QueryFacts
 from kraftform.spark.settings import JobSettings, Trigger, job_settings
-from kraftform.spec.model import ConsumerSpec, SinkSpec, SpecSet, ValueFormat, Watermark
+from kraftform.specset.model import ConsumerSpec, SinkSpec, SpecSet, ValueFormat, Watermark
 
 #: Written into every manifest; a reader of another format says so instead of misreading it.
 FORMAT = 1

@@ -20,7 +20,7 @@ from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
 from kraftform.spark.functions import SPARK_FUNCTIONS
-from kraftform.spec.model import ConsumerSpec
+from kraftform.specset.model import ConsumerSpec
 from kraftform.versions import SPARK_VERSION
 
 INPUT_VIEW = "input"

@@ -20,7 +20,7 @@ from typing import Literal
 
 from kraftform.spark.containers import SPARK_MASTER_PORT, spark_master_name
 from kraftform.spark.query import QueryFacts, analyze
-from kraftform.spec.model import REALTIME, ClusterSpec, ConsumerSpec, SpecSet
+from kraftform.specset.model import REALTIME, ClusterSpec, ConsumerSpec, SpecSet
 from kraftform.units import parse_duration_ms
 
 #: How often a Real-time Mode query checkpoints (its "batch"); at least Spark's minimum of 5 s.

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 import yaml
 
+from kraftform.declared import load_specs
 from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.connect import Connection, read_connection
 from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import LivePlan, apply_cluster, plan_cluster
 from kraftform.plan.state import ClusterState
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import SpecSet
+from kraftform.specset.model import SpecSet
 
 from ..conftest import CLUSTER_SPECS, LiveCluster, unique
 

@@ -9,7 +9,7 @@ from kraftform.kafka.apply import Applier, ApplyOptions
 from kraftform.kafka.connect import read_connection
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
 from kraftform.plan.changes import Action, Kind
-from kraftform.spec.model import AclSpec, ClusterSpec, PrincipalSpec, SpecSet, TopicSpec
+from kraftform.specset.model import AclSpec, ClusterSpec, PrincipalSpec, SpecSet, TopicSpec
 from kraftform.waiting import until
 
 from ..conftest import LiveCluster, unique

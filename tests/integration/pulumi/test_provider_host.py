@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from pulumi.runtime import proto
 
+from kraftform.declared import load_specs
 from kraftform.kafka.connect import read_connection
 from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
@@ -25,8 +26,7 @@ from kraftform.pulumi.providers import AccessProvider
 from kraftform.pulumi.topics import TopicSetProvider
 from kraftform.runtime.tools import ACLS, CONFIGS, TOPICS, run_kafka_tool
 from kraftform.spark.manifest import consumer_manifest, shape_digest
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import QuotaEntity, SecretRef, UserSpec
+from kraftform.specset.model import QuotaEntity, SecretRef, UserSpec
 from kraftform.waiting import until
 
 from ...conftest import EXAMPLE_SPECS, REPO

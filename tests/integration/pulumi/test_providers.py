@@ -14,7 +14,7 @@ from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
 from kraftform.pulumi.providers import AccessProvider, TopicProvider
 from kraftform.pulumi.topics import TopicSetProvider
-from kraftform.spec.model import QuotaEntity, SecretRef, UserSpec
+from kraftform.specset.model import QuotaEntity, SecretRef, UserSpec
 
 from ..conftest import LiveCluster, unique
 

@@ -28,7 +28,7 @@ from kraftform.kafka.connect import Connection
 from kraftform.spark.checkpoint import prepare
 from kraftform.spark.job import placement, run_until_stopped, spark_session, start_query
 from kraftform.spark.settings import job_settings
-from kraftform.spec.model import ConsumerSpec, SpecSet
+from kraftform.specset.model import ConsumerSpec, SpecSet
 
 from ...conftest import EXAMPLE_SPECS, REPO
 from ..conftest import LiveCluster, unique
@@ -176,7 +176,7 @@ def example_pipeline(workspace: Workspace, tmp_path: Path, example: str, partiti
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One local[2] Spark session (one JVM) for the whole test run; each job gets a session of its own on it."""
-    from kraftform.spec.loader import load_specs
+    from kraftform.declared import load_specs
 
     specs = load_specs(EXAMPLE_SPECS)
     session = spark_session(job_settings(specs.consumers[0], specs), tmp_path_factory.mktemp("spark"))

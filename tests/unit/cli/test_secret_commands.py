@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from kraftform.cli import main
+from kraftform.declared import load_specs
 from kraftform.kafka.connect import read_connection
 from kraftform.plan.export import password_env
-from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS, REPO
 

@@ -11,7 +11,7 @@ import pytest
 from kraftform.cluster.config import Addressing, NodePaths, properties_text, render_properties
 from kraftform.cluster.containers import docker_addressing
 from kraftform.cluster.topology import Topology, topology
-from kraftform.spec.loader import load_specs
+from kraftform.declared import load_specs
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SNAPSHOTS = FIXTURES / "snapshots"

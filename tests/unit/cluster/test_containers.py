@@ -10,7 +10,7 @@ import pytest
 from kraftform.cluster.containers import CONFIG_DIR, DATA_DIR, container_specs, docker_addressing
 from kraftform.cluster.render import make_secrets
 from kraftform.cluster.topology import topology
-from kraftform.spec.loader import load_specs
+from kraftform.declared import load_specs
 
 CLUSTER = load_specs(Path(__file__).resolve().parents[2] / "fixtures" / "cluster").cluster
 
@@ -54,7 +54,7 @@ def test_one_container_description_honours_the_external_listener_for_every_runne
 
     from kraftform.cluster.containers import bootstrap_servers, in_containers
     from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_from_outputs, secrets_inputs
-    from kraftform.spec.model import ExternalListener, Security
+    from kraftform.specset.model import ExternalListener, Security
 
     spec = dataclasses.replace(CLUSTER, security=Security(external_listener=ExternalListener(False, host, 29092)))
     topo = topology(in_containers(spec))

@@ -3,7 +3,7 @@ from __future__ import annotations
 import dataclasses
 
 from kraftform.cluster.topology import topology
-from kraftform.spec.model import ClusterSpec
+from kraftform.specset.model import ClusterSpec
 
 CLUSTER = ClusterSpec(name="c", brokers=4, kafka_version="4.3.1", controllers=3, racks=("a", "b", "c"))
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kraftform.plan import Action, Kind, Plan, Safety, diff_specsets
+from kraftform.declared import diff_specs, load_specs
+from kraftform.plan import Action, Kind, Plan, Safety
 from kraftform.plan.diff import classify_config_change
-from kraftform.spec.loader import load_specs
 
 from ...conftest import SpecsCopy, edit
 
 
 def diff(base: Path, head: Path) -> Plan:
-    return diff_specsets(load_specs(base), load_specs(head))
+    return diff_specs(load_specs(base), load_specs(head))
 
 
 def one(plan: Plan, kind: Kind) -> tuple[Action, Safety, str | None, str | None]:
@@ -142,7 +142,7 @@ def test_classify_config_change_edge_cases() -> None:
 def test_a_new_limit_or_deny_rule_is_safe_unless_running_clients_fall_under_it() -> None:
     from kraftform.plan.diff import diff_states
     from kraftform.plan.state import ClusterState, UserState
-    from kraftform.spec.model import AclBinding, QuotaEntity
+    from kraftform.specset.model import AclBinding, QuotaEntity
 
     def deny(principal: str) -> AclBinding:
         return AclBinding(principal, "topic", "t", "literal", "write", "deny")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from kraftform.declared import load_specs
 from kraftform.plan import UserState
 from kraftform.plan.export import password_env, render_specs
 from kraftform.plan.live import live_plan
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import AclBinding, QuotaEntity
+from kraftform.specset.model import AclBinding, QuotaEntity
 
 from ...conftest import EXAMPLE_SPECS
 from ..plan.test_live import applied

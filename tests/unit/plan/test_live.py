@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
+from kraftform.declared import load_specs
 from kraftform.plan import Action, ClusterState, Kind, Plan, Safety, TopicState, UserState, state_of
 from kraftform.plan.live import live_plan, ownership_of
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import AclBinding, QuotaEntity, SpecSet
+from kraftform.specset.model import AclBinding, QuotaEntity, SpecSet
 
 from ...conftest import EXAMPLE_SPECS
 

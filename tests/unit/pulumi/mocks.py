@@ -15,10 +15,10 @@ from pulumi.runtime.mocks import MockMonitor
 from kraftform.cluster.containers import docker_addressing
 from kraftform.cluster.render import make_secrets
 from kraftform.cluster.topology import topology
+from kraftform.declared import load_specs
 from kraftform.plan.export import password_env
 from kraftform.pulumi.cluster import secrets_to_outputs
 from kraftform.pulumi.program import StackConfig, build
-from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS
 

@@ -6,8 +6,8 @@ import dataclasses
 
 from cryptography import x509
 
+from kraftform.declared import load_specs
 from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_from_outputs, secrets_inputs
-from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+from kraftform.declared import load_specs
 from kraftform.lint import RULES, Env, lint
 from kraftform.pulumi.policy import SPECS_TYPE, policies, validator
-from kraftform.spec.loader import load_specs
 
 from ...conftest import SpecsCopy, edit
 

@@ -11,10 +11,10 @@ from typing import Any
 import pulumi
 import pytest
 
+from kraftform.declared import load_specs
 from kraftform.plan.export import password_env
 from kraftform.pulumi.program import StackConfig, build
 from kraftform.spark.manifest import read_manifest
-from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS
 from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, built_stack, pulumi_test, start

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kraftform.pulumi.topics import TopicSetProvider, topic_inputs
-from kraftform.spec.model import TopicSpec
+from kraftform.specset.model import TopicSpec
 
 CONNECTION = {"bootstrap": "localhost:9092"}
 

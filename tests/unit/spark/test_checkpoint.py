@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from kraftform.declared import load_specs
 from kraftform.errors import PlanRefusedError
 from kraftform.spark.checkpoint import META_FILE, committed_offsets, prepare
 from kraftform.spark.settings import job_settings
-from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import javaproperties
 
+from kraftform.declared import load_specs
 from kraftform.spark.containers import (
     CLIENT_CONFIG,
     HEARTBEAT,
@@ -15,8 +16,7 @@ from kraftform.spark.containers import (
     spark_cluster_containers,
     spark_master_name,
 )
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import SparkSpec
+from kraftform.specset.model import SparkSpec
 
 from ...conftest import EXAMPLE_SPECS
 

@@ -6,8 +6,8 @@ import itertools
 import json
 from collections import Counter
 
+from kraftform.declared import load_specs
 from kraftform.spark.feed import records
-from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS
 

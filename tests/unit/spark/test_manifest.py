@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
+from kraftform.declared import load_specs
 from kraftform.errors import UsageError
 from kraftform.spark.manifest import consumer_manifest, manifest_text, read_manifest, shape_digest
 from kraftform.spark.settings import job_settings
-from kraftform.spec.loader import load_specs
 
 from ...conftest import EXAMPLE_SPECS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kraftform.spark.query import QueryError, analyze, input_columns, parse_schema
-from kraftform.spec.model import ConsumerSpec, SinkSpec, ValueFormat
+from kraftform.specset.model import ConsumerSpec, SinkSpec, ValueFormat
 
 SCHEMA = "user_id STRING, url STRING, amount DOUBLE, event_time TIMESTAMP, tags ARRAY<STRING>, s STRUCT<a: INT>"
 
@@ -57,7 +57,7 @@ def test_headers_are_noticed_so_the_source_reads_them() -> None:
     ("SELECT url FROM orders", "reads 'orders'; a consumer's query reads only `input`"),
     ("SELECT url FROM input WHERE", "syntax error"),
     ("SELECT 1; SELECT 2", "one SELECT statement expected, found 2"),
-    # Found by tests/unit/spec/test_mutations.py: a quote dropped from the example query crashed validate.
+    # Found by tests/unit/specset/test_mutations.py: a quote dropped from the example query crashed validate.
     ("SELECT to_json(named_struct(\n event_time', event_time)) AS value FROM input", "syntax error: Error tokenizing"),
     ("SELECT row_number() OVER (ORDER BY event_time) FROM input", "window functions .* are not supported"),
 ])

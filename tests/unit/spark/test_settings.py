@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from kraftform.declared import load_specs
 from kraftform.spark.settings import REALTIME_BATCH_MS, SettingsError, job_settings
-from kraftform.spec.loader import load_specs
-from kraftform.spec.model import REALTIME, ConsumerSpec, SinkSpec, SparkSpec, SpecSet
+from kraftform.specset.model import REALTIME, ConsumerSpec, SinkSpec, SparkSpec, SpecSet
 
 from ...conftest import EXAMPLE_SPECS
 

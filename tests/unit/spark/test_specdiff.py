@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from kraftform.declared import diff_specs, load_specs
 from kraftform.plan.changes import Safety
-from kraftform.plan.specdiff import diff_specsets
-from kraftform.spec.loader import load_specs
 
 from ...conftest import SpecsCopy, edit
 
@@ -12,7 +11,7 @@ from ...conftest import SpecsCopy, edit
 def consumer_changes(specs_copy: SpecsCopy, old: str, new: str) -> list[tuple[str, str | None, Safety]]:
     base, head = specs_copy("base"), specs_copy("head")
     edit(head / "consumers.yaml", old, new)
-    plan = diff_specsets(load_specs(base), load_specs(head))
+    plan = diff_specs(load_specs(base), load_specs(head))
     return [(c.resource, c.key, c.safety) for c in plan.changes if c.kind.value == "consumer"]
 
 

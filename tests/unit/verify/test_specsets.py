@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from kraftform.spec.loader import load_specs
+from kraftform.declared import load_specs
 from kraftform.verify import specsets
 
 from ...conftest import EXAMPLE_SPECS

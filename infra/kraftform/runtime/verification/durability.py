@@ -21,7 +21,7 @@ from kraftform.runtime import Runtime
 from kraftform.runtime.status import QuorumStatus, parse_quorum
 from kraftform.runtime.tools import METADATA_QUORUM, VERIFIABLE_CONSUMER, VERIFIABLE_PRODUCER, run_kafka_tool
 from kraftform.runtime.verification.target import Target
-from kraftform.spec.model import Profile
+from kraftform.specset.model import Profile
 from kraftform.verify.delivery import Delivery, account
 from kraftform.verify.toolout import ProducerLog, consumed_values, events
 from kraftform.waiting import NotYet, poll

@@ -21,7 +21,7 @@ from pathlib import Path
 from kraftform.errors import KafkaRequestFailed
 from kraftform.runtime.tools import CONSUMER_PERFORMANCE, MEASURING_JAVA_OPTIONS, PRODUCER_PERFORMANCE
 from kraftform.runtime.verification.target import Target
-from kraftform.spec.model import Profile
+from kraftform.specset.model import Profile
 from kraftform.verify.toolout import ConsumerRun, ProducerRun, consumer_summary, producer_summary
 
 RECORD_BYTES = 1024

@@ -27,7 +27,7 @@ from typing import Any, TextIO
 import yaml
 
 from kraftform.runtime.verification.target import Target
-from kraftform.spec.loader import spec_texts
+from kraftform.specset.loader import spec_texts
 from kraftform.verify import specsets
 from kraftform.verify.mutations import mutated_set
 

@@ -24,14 +24,15 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
+from kraftform.declared import load_specs
 from kraftform.errors import ConnectionFailed, KraftformError, UsageError
 from kraftform.kafka.connect import read_connection
 from kraftform.runtime import get_runtime, runtime_of
 from kraftform.runtime.deployment import load
 from kraftform.runtime.verification import durability, performance, resilience
 from kraftform.runtime.verification.target import Target
-from kraftform.spec.loader import load_documents, load_specs
-from kraftform.spec.model import Profile, SpecSet
+from kraftform.specset.loader import load_documents
+from kraftform.specset.model import Profile, SpecSet
 from kraftform.verify.report import Check, Outcome, Report, Table, check
 from kraftform.verify.secretscan import Leak, find_leaks
 from kraftform.verify.toolout import ProducerRun

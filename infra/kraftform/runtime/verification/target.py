@@ -19,18 +19,17 @@ from typing import IO
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kraftform.cluster.clientconfig import jaas_quote
-from kraftform.cluster.config import SCRAM_LOGIN, properties_text
+from kraftform.cluster.clientconfig import jaas_login
+from kraftform.cluster.config import properties_text
 from kraftform.cluster.render import TOOL_JAVA_OPTIONS
 from kraftform.errors import KafkaRequestFailed
 from kraftform.kafka.connect import Connection
 from kraftform.runtime import Runtime
 from kraftform.runtime.deployment import write_private
 from kraftform.runtime.tools import kafka_tool_command
-from kraftform.spec.model import Profile
+from kraftform.specset.model import Profile
 from kraftform.waiting import NotYet, poll
 
-PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 #: Every topic a verify run makes starts with this; `kraftform.*` is never in a spec's managed scope, so
 #: plans of the user's specs never see them.
 TOPIC_PREFIX = "kraftform.verify."
@@ -40,10 +39,8 @@ def java_client_settings(connection: Connection) -> dict[str, str]:
     """The Java client's settings for a connection (the Kafka tools read these)."""
     props = {"bootstrap.servers": connection.bootstrap, "security.protocol": connection.protocol}
     if connection.mechanism and connection.username is not None and connection.password is not None:
-        login = PLAIN_LOGIN if connection.mechanism == "PLAIN" else SCRAM_LOGIN
         props["sasl.mechanism"] = connection.mechanism
-        props["sasl.jaas.config"] = (f"{login} required username={jaas_quote(connection.username)} "
-                                     f"password={jaas_quote(connection.password)};")
+        props["sasl.jaas.config"] = jaas_login(connection.mechanism, connection.username, connection.password)
     if connection.ca_path:
         props.update({"ssl.truststore.type": "PEM", "ssl.truststore.location": connection.ca_path})
     return props

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from kraftform.spec.yamlsource import format_path, parse_yaml
+from kraftform.specset.yamlsource import format_path, parse_yaml
 
 
 def test_positions_of_keys_and_items() -> None:

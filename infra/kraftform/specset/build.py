@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from kraftform.errors import Location, Problem
-from kraftform.profiles import BUILTIN_PROFILES, merge_profile
-from kraftform.spec.model import (
+from kraftform.specset.model import (
     REALTIME,
     AclSpec,
     ClusterDefaults,
@@ -39,8 +38,9 @@ from kraftform.spec.model import (
     ValueFormat,
     Watermark,
 )
-from kraftform.spec.partial import SET_ASIDE
-from kraftform.spec.yamlsource import JsonPath, SourceDoc
+from kraftform.specset.partial import SET_ASIDE
+from kraftform.specset.profiles import BUILTIN_PROFILES, merge_profile
+from kraftform.specset.yamlsource import JsonPath, SourceDoc
 from kraftform.topic_configs import normalize_topic_config
 from kraftform.units import parse_duration_ms, parse_rate, parse_size
 from kraftform.versions import KAFKA_VERSION

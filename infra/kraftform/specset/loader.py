@@ -2,22 +2,23 @@
 
 Phases run in order and each reports all it finds: YAML syntax, then JSON Schema, then building the typed
 model (value normalization), then cross-reference checks. Entries that fail the schema are set aside and
-the rest goes on through the later phases (spec/partial.py), so one run reports every problem; the model is
+the rest goes on through the later phases (specset/partial.py), so one run reports every problem; the model is
 built only when every file parses, and cross-references are checked only when the model builds cleanly,
 because their checks would otherwise repeat the same mistake in other words.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from kraftform.errors import Location, Problem, SpecError, UsageError
-from kraftform.spec.build import build_specset
-from kraftform.spec.checks import check_specset
-from kraftform.spec.model import SpecSet
-from kraftform.spec.partial import SetAside, consequences_removed, valid_part
-from kraftform.spec.schema import schema_errors
-from kraftform.spec.yamlsource import SourceDoc, parse_yaml
+from kraftform.specset.build import build_specset
+from kraftform.specset.checks import Check, check_specset
+from kraftform.specset.model import SpecSet
+from kraftform.specset.partial import SetAside, consequences_removed, valid_part
+from kraftform.specset.schema import schema_errors
+from kraftform.specset.yamlsource import SourceDoc, parse_yaml
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 
@@ -75,15 +76,16 @@ def _read(specs_dir: Path) -> tuple[list[SourceDoc], list[Problem], SetAside | N
     return docs, problems, aside
 
 
-def load_specs(specs_dir: str | Path) -> SpecSet:
-    """The validated model of a spec directory; raises SpecError or UsageError."""
+def load_specs(specs_dir: str | Path, more: Iterable[Check] = ()) -> SpecSet:
+    """The validated model of a spec directory, checked by the model's own rules and `more` (the layers
+    above add theirs: `kraftform.declared.load_specs` is what commands call); raises SpecError or UsageError."""
     docs, problems, aside = _read(Path(specs_dir))
     if aside is None or aside.cluster or not docs:
         raise SpecError(problems)  # a file that does not parse, or no cluster to build on: stop here
     specset, found = build_specset(docs)
     if specset is None or found:
         raise SpecError(problems + consequences_removed(found, aside))
-    problems += consequences_removed(check_specset(specset), aside)
+    problems += consequences_removed(check_specset(specset, more), aside)
     if problems:
         raise SpecError(problems)
     return specset

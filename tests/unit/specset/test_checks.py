@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from kraftform.declared import load_specs
 from kraftform.errors import SpecError
-from kraftform.spec.loader import load_specs
 
 from ...conftest import SpecsCopy, edit
 

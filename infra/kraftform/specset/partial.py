@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kraftform.errors import Problem
-from kraftform.spec.yamlsource import JsonPath, SourceDoc
+from kraftform.specset.yamlsource import JsonPath, SourceDoc
 
 
 @dataclass

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from jsonschema import Draft202012Validator
 
-from kraftform.spec.schema import schema_dir
+from kraftform.specset.schema import schema_dir
 
 from ...conftest import EXAMPLE_SPECS
 

@@ -1,7 +1,7 @@
 """JSON Schema validation of spec files, with errors pointing at the offending line.
 
 The schemas are the ones in `specs/schema/` (editors use them too); an installed wheel carries a copy in
-`kraftform/spec/schema/`. jsonschema's own messages print whole objects; here each error is rewritten to
+`kraftform/specset/schema/`. jsonschema's own messages print whole objects; here each error is rewritten to
 name the key and what was expected, and unknown keys are reported one by one at their own line.
 """
 
@@ -20,7 +20,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from kraftform.errors import Problem, UsageError
-from kraftform.spec.yamlsource import JsonPath, SourceDoc
+from kraftform.specset.yamlsource import JsonPath, SourceDoc
 
 ROOT_SCHEMA = "kraftform.schema.json"
 _BASE_URI = "https://schemas.kraftform.invalid/"
@@ -108,7 +108,3 @@ def schema_errors(doc: SourceDoc) -> list[tuple[JsonPath, Problem]]:
     return [(path, Problem(doc.locate(path), message))
             for error in _validator().iter_errors(doc.data) for path, message in _messages(error)]
 
-
-def validate_document(doc: SourceDoc) -> list[Problem]:
-    """Every schema violation in one spec file, located."""
-    return [problem for _, problem in schema_errors(doc)]

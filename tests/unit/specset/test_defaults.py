@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from kraftform.spec import model
-from kraftform.spec.loader import load_specs
+from kraftform.declared import load_specs
+from kraftform.specset import model
 from kraftform.units import parse_size
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "specs" / "schema"

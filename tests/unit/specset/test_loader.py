@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from kraftform.declared import load_specs
 from kraftform.errors import SpecError, UsageError
-from kraftform.spec.loader import load_specs
 
 from ...conftest import INVALID_FIXTURES, SpecsCopy, edit
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kraftform.spec.model import Profile, Settings
+from kraftform.specset.model import Profile, Settings
 
 BALANCED = Profile(
     name="balanced",

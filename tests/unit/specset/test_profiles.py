@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from kraftform.profiles import BUILTIN_PROFILES, merge_profile
-from kraftform.spec.model import Profile
+from kraftform.specset.model import Profile
+from kraftform.specset.profiles import BUILTIN_PROFILES, merge_profile
 
 
 def test_builtin_profiles_carry_the_course_settings() -> None:

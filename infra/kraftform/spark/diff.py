@@ -1,0 +1,56 @@
+"""The consumers' part of an offline diff of two spec revisions (`kraftform diff`): what each job does with a
+change, and which changes its checkpoint cannot serve. Pure; composed with the rest of the diff in
+`kraftform.declared.diff_specs`.
+"""
+
+from __future__ import annotations
+
+from kraftform.plan.changes import Action, Change, Kind, Safety
+from kraftform.plan.specdiff import flat_fields
+from kraftform.spark.checkpoint import incompatibilities, state_shape
+from kraftform.spark.settings import job_settings
+from kraftform.specset.model import ConsumerSpec, SpecSet
+
+
+def diff_consumers(base: SpecSet, head: SpecSet) -> list[Change]:
+    """Each consumer added, removed or changed, classed by what its job does with the change; a change its
+    checkpoint cannot serve is destructive (a state reset)."""
+    before = {c.name: c for c in base.consumers}
+    after = {c.name: c for c in head.consumers}
+    changes: list[Change] = []
+    for name, c in after.items():
+        old = before.get(name)
+        if old is None:
+            changes.append(Change(Action.CREATE, Kind.CONSUMER, name, Safety.SAFE, "new streaming job",
+                                  "topics", None, ", ".join(c.topics)))
+            continue
+        for key, a, b in _consumer_fields(old, c):
+            disruptive = key in ("topics", "group_id_prefix", "user", "sink", "profile", "starting_offsets",
+                                 "query", "transform", "value", "watermark", "checkpoint")
+            changes.append(Change(Action.UPDATE, Kind.CONSUMER, name,
+                                  Safety.DISRUPTIVE if disruptive else Safety.SAFE,
+                                  "the job restarts with a new query plan" if disruptive
+                                  else "the job restarts from its checkpoint", key, a, b))
+        reset = _state_reset(base, old, head, c)
+        if reset:
+            changes.append(Change(Action.UPDATE, Kind.CONSUMER, name, Safety.DESTRUCTIVE,
+                                  f"state reset: the checkpoint cannot be reused ({'; '.join(reset)}); the job "
+                                  f"starts from a new one (consumers run --allow-destructive)", "checkpoint"))
+    for name, old in before.items():
+        if name not in after:
+            changes.append(Change(Action.DELETE, Kind.CONSUMER, name, Safety.DISRUPTIVE,
+                                  "streaming job stopped (its output and checkpoint are kept)", "topics",
+                                  ", ".join(old.topics), None))
+    return changes
+
+
+def _state_reset(base: SpecSet, old: ConsumerSpec, head: SpecSet, new: ConsumerSpec) -> list[str]:
+    """Why `old`'s checkpoint cannot serve `new` (both revisions are valid, so their queries analyze)."""
+    return incompatibilities(state_shape(old, job_settings(old, base).facts),
+                             state_shape(new, job_settings(new, head).facts))
+
+
+def _consumer_fields(old: ConsumerSpec, new: ConsumerSpec) -> list[tuple[str, str, str]]:
+    # Queries span lines; a plan line shows them on one.
+    a, b = ({k: " ".join(v.split()) for k, v in flat_fields(c).items()} for c in (old, new))
+    return [(k.split(".")[0], a.get(k, ""), b.get(k, "")) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]

@@ -3,7 +3,17 @@
     KraftformError                 anything a user can act on; the CLI prints it and exits 1
     ├── SpecError                  the spec set is invalid; carries every problem found, each with its place
     ├── UsageError                 the command line or its files are wrong (missing directory, bad option)
-    └── PlanRefusedError           a change that kraftform refuses to make (e.g. a partition decrease)
+    ├── PlanRefusedError           a change that kraftform refuses to make (e.g. a partition decrease)
+    ├── ConnectionFailed           the cluster cannot be reached with this client config (nobody listens, TLS)
+    │   └── AuthenticationFailed   the cluster answered and refused the credentials
+    ├── AuthorizationDenied        logged in, but an ACL does not allow the operation
+    ├── KafkaRequestFailed         the cluster refused or failed a request (each resource's cause listed)
+    ├── ClusterUnhealthy           the cluster, a container or a job is not in the state waited for in time
+    ├── EnvironmentMissing         Java, Maven, Docker, debootstrap or a Kafka tool is missing or failed here
+    └── InternalError              a kraftform bug, not the user's doing
+
+Which of ConnectionFailed, AuthenticationFailed, AuthorizationDenied and KafkaRequestFailed an Admin error is
+gets decided in one place, `kafka.admin.classify`, for every caller.
 
 Lower-level exceptions (YAML, jsonschema, OS errors) are translated at the boundary, so the CLI never
 shows a traceback for a user's mistake.

@@ -26,7 +26,8 @@ from kraftform.artifacts import ensure_kafka
 from kraftform.cluster.render import new_cluster_id
 from kraftform.kafka.health import wait_healthy
 from kraftform.runtime import get_runtime
-from kraftform.runtime.images import build_kafka, docker_client
+from kraftform.runtime.engine import docker_client
+from kraftform.runtime.images import build_kafka
 from kraftform.runtime.local import java_binary
 from kraftform.specset.model import ClusterSpec, ExternalListener, Security
 

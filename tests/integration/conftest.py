@@ -72,7 +72,8 @@ class Clusters:
         if runtime_name not in self.running:
             spec = load_specs(CLUSTER_SPECS).cluster
             if runtime_name == "docker":
-                from kraftform.runtime.images import build_kafka, docker_client
+                from kraftform.runtime.engine import docker_client
+                from kraftform.runtime.images import build_kafka
 
                 client = docker_client()
                 build_kafka(client, [])

@@ -44,7 +44,8 @@ def register(sub: Any) -> None:
 def cmd_up(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs_dir)
     if args.runtime == "docker" and args.image is None:
-        from kraftform.runtime.images import build_kafka, docker_client
+        from kraftform.runtime.engine import docker_client
+        from kraftform.runtime.images import build_kafka
 
         log: list[str] = []
         build_kafka(docker_client(), log, specs.cluster.kafka_version)
@@ -84,7 +85,8 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_images_build(args: argparse.Namespace) -> int:
-    from kraftform.runtime.images import build_kafka, build_kcat, build_spark, docker_client
+    from kraftform.runtime.engine import docker_client
+    from kraftform.runtime.images import build_kafka, build_kcat, build_spark
 
     log: list[str] = []
     client = docker_client()

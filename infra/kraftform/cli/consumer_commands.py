@@ -177,7 +177,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     from kraftform.runtime import consumers as containers
-    from kraftform.runtime.images import build_spark, docker_client
+    from kraftform.runtime.engine import docker_client
+    from kraftform.runtime.images import build_spark
 
     specs = load_specs(args.specs_dir)
     chosen = _consumers(specs, args.name)
@@ -214,8 +215,7 @@ def _container_status(args: argparse.Namespace) -> bool:
     (where its checkpoint is); False when there are none."""
     from kraftform.runtime import consumers as containers
     from kraftform.runtime.deployment import STATE_FILE, load
-    from kraftform.runtime.images import docker_client
-    from kraftform.spark.containers import CLIENT_CONFIG, JOB_FILE, LABEL_SPARK, WORK_DIR
+    from kraftform.spark.containers import LABEL_SPARK
 
     if args.command_config or not (args.state_dir / STATE_FILE).is_file() or \
             load(args.state_dir).runtime != "docker":
@@ -225,15 +225,11 @@ def _container_status(args: argparse.Namespace) -> bool:
         return False
     for spark in containers.states(args.state_dir, LABEL_SPARK):
         print(f"Spark {spark.container}: {spark.status}, {spark.health}")
-    client = docker_client()
     for state in found:
         print(f"{state.consumer}: container {state.container} {state.status}, {state.health}"
               + (f" (exit code {state.exit_code})" if state.exit_code is not None else ""))
         if state.status == "running":
-            done = client.containers.get(state.container).exec_run(
-                ["kraftform", "consumers", "status", "--name", state.consumer, "--job", JOB_FILE,
-                 "--command-config", CLIENT_CONFIG, "--data-dir", WORK_DIR])
-            print("  " + done.output.decode(errors="replace").strip().replace("\n", "\n  "))
+            print("  " + containers.position_inside(state).replace("\n", "\n  "))
     return True
 
 

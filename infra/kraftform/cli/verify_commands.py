@@ -46,8 +46,8 @@ def register(sub: Any) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from kraftform.runtime.verification.run import FULL, QUICK, Options, verify
-    from kraftform.verify.report import render_json, render_markdown, render_text
+    from kraftform.verification.report import render_json, render_markdown, render_text
+    from kraftform.verification.run import FULL, QUICK, Options, verify
 
     render = {"text": render_text, "markdown": render_markdown, "json": render_json}[args.format]
     options = Options(Path(args.specs_dir), QUICK if args.quick else FULL, args.state_dir, args.command_config,

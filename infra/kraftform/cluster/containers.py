@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kraftform.cluster.config import Addressing, NodePaths
-from kraftform.cluster.render import TOOL_JAVA_OPTIONS, ClusterSecrets, RenderedNode, java_options, render_cluster
+from kraftform.cluster.render import ClusterSecrets, RenderedNode, format_args, render_cluster, server_args
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_PORT, Topology
 from kraftform.specset.model import ClusterSpec
 from kraftform.versions import KAFKA_VERSION
@@ -74,6 +74,10 @@ class ContainerSpec:
     healthcheck: Healthcheck | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     user: str = f"{CONTAINER_UID}:{CONTAINER_UID}"
+    #: Docker's restart policy, the same for the Docker runtime and the Pulumi program: a process that dies is
+    #: started again (a node after a crash, a consumer whose job failed: its health shows it), one stopped or
+    #: killed on purpose (`docker stop`, `docker kill`, `kraftform cluster down`) is not.
+    restart: str = "unless-stopped"
 
 
 def volume_name(node_name: str) -> str:
@@ -115,14 +119,14 @@ def bootstrap_servers(specs: tuple[ContainerSpec, ...], external_host: str) -> s
 
 
 def _command(r: RenderedNode, cluster_id: str) -> tuple[str, ...]:
+    # The classpath in double quotes, so the shell leaves its `*` to Java; the SCRAM arguments come from a file
+    # (they hold passwords, which the command line `docker inspect` shows must not).
     classpath = f'"{KAFKA_LIBS}/*"'
-    options = " ".join(java_options(r.node, r.paths))
     script = (
         "set -euf; "  # -f: the SCRAM arguments contain [ ] and must not be globbed
         f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
-        f"java {' '.join(TOOL_JAVA_OPTIONS)} -cp {classpath} kafka.tools.StorageTool format --cluster-id {cluster_id} "
-        f"--config {r.paths.server_properties} --ignore-formatted $(cat {CONFIG_DIR}/{FORMAT_ARGS}); fi; "
-        f"exec java {options} -cp {classpath} kafka.Kafka {r.paths.server_properties}"
+        f"java {' '.join(format_args(classpath, cluster_id, r.paths))} $(cat {CONFIG_DIR}/{FORMAT_ARGS}); fi; "
+        f"exec java {' '.join(server_args(r.node, r.paths, classpath))}"
     )
     return ("sh", "-c", script)
 

@@ -111,6 +111,18 @@ def java_options(node: Node, paths: NodePaths) -> tuple[str, ...]:
             "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={paths.config_dir}/{LOG4J2_FILE}")
 
 
+def format_args(classpath: str, cluster_id: str, paths: NodePaths) -> tuple[str, ...]:
+    """The JVM arguments that format a node's storage (the SCRAM users follow: `RenderedNode.scram_args`), the
+    one place they are written: the local runtime runs them, the containers' command renders them."""
+    return (*TOOL_JAVA_OPTIONS, "-cp", classpath, "kafka.tools.StorageTool", "format", "--cluster-id", cluster_id,
+            "--config", paths.server_properties, "--ignore-formatted")
+
+
+def server_args(node: Node, paths: NodePaths, classpath: str) -> tuple[str, ...]:
+    """The JVM arguments that start a node, for the local runtime and the containers alike."""
+    return (*java_options(node, paths), "-cp", classpath, "kafka.Kafka", paths.server_properties)
+
+
 def render_node(topo: Topology, node: Node, addr: Addressing, paths: NodePaths,
                 secrets: ClusterSecrets) -> RenderedNode:
     props = render_properties(topo, node, addr, paths)

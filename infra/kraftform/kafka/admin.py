@@ -161,16 +161,20 @@ class Admin:
                                  f"{self.connection.username or 'anonymous'}: {cause}")
 
     def _kind(self, error: KafkaError | None) -> type[KraftformError]:
-        """Which of the user-actionable errors this is: credentials, an ACL, reaching the cluster, or the
-        request itself."""
-        if any(is_auth_error(e) for e in self.errors):
-            return AuthenticationFailed
-        if error is not None and "AUTHORIZATION_FAILED" in (error.name() or ""):
-            return AuthorizationDenied
-        if error is None or error.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT,
-                                             KafkaError._ALL_BROKERS_DOWN, KafkaError._SSL):
-            return ConnectionFailed
-        return KafkaRequestFailed
+        return classify(error, self.errors)
+
+
+def classify(error: KafkaError | None, seen: Iterable[KafkaError] = ()) -> type[KraftformError]:
+    """Which of the user-actionable errors a failed Admin request is, decided here for every caller: refused
+    credentials (among what librdkafka reported, `seen`), an ACL, reaching the cluster, or the request itself."""
+    if any(is_auth_error(e) for e in seen) or (error is not None and is_auth_error(error)):
+        return AuthenticationFailed
+    if error is not None and "AUTHORIZATION_FAILED" in (error.name() or ""):
+        return AuthorizationDenied
+    if error is None or error.code() in (KafkaError._TRANSPORT, KafkaError._TIMED_OUT,
+                                         KafkaError._ALL_BROKERS_DOWN, KafkaError._SSL):
+        return ConnectionFailed
+    return KafkaRequestFailed
 
 
 @contextmanager

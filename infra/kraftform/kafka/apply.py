@@ -44,10 +44,11 @@ from confluent_kafka.cimpl import NewTopic
 from kraftform.errors import (
     InternalError,
     KafkaRequestFailed,
+    KraftformError,
     PlanRefusedError,
     UsageError,
 )
-from kraftform.kafka.admin import Admin, batches, kafka_python_admin
+from kraftform.kafka.admin import Admin, batches, classify, kafka_python_admin
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import require_passwords
 from kraftform.kafka.observe import PATTERN_TYPES, RESOURCE_TYPES
@@ -67,9 +68,7 @@ from kraftform.plan.changes import (
 from kraftform.plan.changes import (
     NewTopic as TopicPayload,
 )
-from kraftform.plan.render import listed
 from kraftform.specset import model
-from kraftform.specset.model import SpecSet
 from kraftform.waiting import NotYet, poll
 
 #: Items per write request, and how long one may take: the controller commits each item, and thousands of
@@ -102,7 +101,7 @@ class ApplyOptions:
     reassignment_timeout_s: float = 600.0
 
 
-def check_applicable(plan: Plan, specs: SpecSet, passwords: Mapping[str, str | None],
+def check_applicable(plan: Plan, declared_users: Iterable[model.UserSpec], passwords: Mapping[str, str | None],
                      options: ApplyOptions) -> None:
     """Every reason not to start, before anything is sent."""
     if plan.refused:
@@ -123,7 +122,7 @@ def check_applicable(plan: Plan, specs: SpecSet, passwords: Mapping[str, str | N
                     binding.operation.upper() not in AclOperation.__members__:
                 raise UsageError(f"ACL {binding.describe()}: confluent-kafka cannot manage ACLs on "
                                  f"{binding.resource_type} resources or {binding.operation} operations")
-    users = {u.name: u for u in specs.users}
+    users = {u.name: u for u in declared_users}
     require_passwords([users[c.resource] for c in plan.changes
                        if c.kind is Kind.USER and c.action is not Action.DELETE], passwords)
 
@@ -143,9 +142,32 @@ def _retriable(error: KafkaError) -> bool:
     return bool(error.retriable()) or error.code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT)
 
 
-def _wait(futures: Mapping[Any, Future[Any]], what: str, benign: Iterable[str] = (), last: bool = True) -> list[Any]:
-    """Resolve every future; errors named in `benign` are success (the step was already done). Returns the
-    keys that failed with a retriable error (a busy cluster timing out), unless this is the `last` try."""
+@dataclass(frozen=True)
+class Failure:
+    """One resource's write that the cluster refused: what was sent, for what, and why."""
+
+    resource: str
+    what: str
+    cause: str
+    kind: type[KraftformError]
+
+    def __str__(self) -> str:
+        return f"{self.resource}: {self.what}: {self.cause}"
+
+
+def _label(key: Any) -> str:
+    for attribute in ("topic", "name", "user"):
+        value = getattr(key, attribute, None)
+        if isinstance(value, str):
+            return value
+    return str(key)
+
+
+def _wait(futures: Mapping[Any, Future[Any]], what: str, benign: Iterable[str] = (), last: bool = True
+          ) -> tuple[list[Any], list[Failure]]:
+    """Resolve every future on its own; errors named in `benign` are success (the step was already done).
+    Returns the keys that failed with a retriable error (a busy cluster timing out; on the `last` try those
+    fail too), and each resource that failed, with its cause and class."""
     failed, retry = [], []
     for key, future in futures.items():
         try:
@@ -157,14 +179,17 @@ def _wait(futures: Mapping[Any, Future[Any]], what: str, benign: Iterable[str] =
             if not last and _retriable(error):
                 retry.append(key)
             else:
-                failed.append(f"{getattr(key, 'name', key)}: {error.name()}: {error.str()}")
-    if failed:
-        raise KafkaRequestFailed(f"{what} failed: {listed(failed, sep='; ')}")
-    return retry
+                failed.append(Failure(_label(key), what, f"{error.name()}: {error.str()}", classify(error)))
+    return retry, failed
 
 
 class Applier:
-    """Sends a plan's payloads; knows nothing of specs or observations."""
+    """Sends a plan's payloads; knows nothing of specs or observations.
+
+    Each resource's write succeeds or fails on its own, as Kafka answers per resource: a refused topic does
+    not stop the other topics of its batch, nor the ACLs and quotas of later steps. What depends on a failed
+    resource (a topic's configs, partitions and replicas after its creation failed) is not sent. `run` raises
+    at the end, listing every resource that failed and why, after everything independent was applied."""
 
     def __init__(self, connection: Connection, passwords: Mapping[str, str | None], options: ApplyOptions,
                  progress: Progress, admin: Admin | None = None) -> None:
@@ -173,6 +198,7 @@ class Applier:
         self.passwords = passwords
         self.options = options
         self.progress = progress
+        self.failures: list[Failure] = []
 
     def _send(self, api: str, items: list[Any], call: Callable[[list[Any]], Mapping[Any, Future[Any]]], what: str,
               benign: Iterable[str] = (), key: Callable[[Any], Any] = lambda item: item,
@@ -186,7 +212,11 @@ class Applier:
             pending = batch
             for attempt in range(RETRIES + 1):
                 self.admin.requests[api] += 1
-                retry = set(_wait(call(pending), what, benign, last=attempt == RETRIES))
+                waiting, failed = _wait(call(pending), what, benign, last=attempt == RETRIES)
+                for failure in failed:
+                    self.progress(f"    {failure}")
+                self.failures += failed
+                retry = set(waiting)
                 if not retry:
                     break
                 self.progress(f"    {what}: {len(retry)} timed out (the cluster is busy); retrying")
@@ -194,15 +224,27 @@ class Applier:
                 pending = [item for item in pending if key(item) in retry]
 
     def run(self, plan: Plan) -> None:
+        """Every step in order; raises at the end if any resource failed (each one listed, with its cause)."""
+        self.failures = []
         by_kind: dict[Kind, list[Change]] = defaultdict(list)
         for change in plan.changes:
             by_kind[change.kind].append(change)
         steps = [(kind, by_kind[kind]) for kind in self.STEPS if kind in by_kind]
         for number, (kind, changes) in enumerate(steps, 1):
+            if kind in (Kind.TOPIC_CONFIG, Kind.PARTITIONS, Kind.REPLICATION):
+                uncreated = {f.resource for f in self.failures if f.what == "create topics"}
+                changes = [c for c in changes if c.resource not in uncreated]
+                if not changes:
+                    continue
             started = time.monotonic()
             self.progress(f"[{number}/{len(steps)}] {kind}: {len(changes)} change(s) ...")
             self.STEPS[kind](self, changes)
             self.progress(f"[{number}/{len(steps)}] {kind}: done in {time.monotonic() - started:.1f} s")
+        if self.failures:
+            kinds = {f.kind for f in self.failures}
+            error = kinds.pop() if len(kinds) == 1 else KafkaRequestFailed
+            raise error(f"{len(self.failures)} of {len(plan.changes)} change(s) failed; every other one was "
+                        f"applied:\n" + "\n".join(f"  {f}" for f in self.failures))
 
     # --- users ---------------------------------------------------------------------------------------
     def users(self, changes: list[Change]) -> None:

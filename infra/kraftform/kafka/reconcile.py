@@ -14,7 +14,7 @@ from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import check_passwords, missing_password, passwords
 from kraftform.kafka.observe import Observation, observe
 from kraftform.plan.changes import Action, Change, Kind, Plan
-from kraftform.plan.live import live_plan
+from kraftform.plan.live import Desired, desired_of, plan_against
 from kraftform.plan.render import render_text
 from kraftform.specset.model import SpecSet
 from kraftform.waiting import NotYet, poll
@@ -47,16 +47,19 @@ class LivePlan:
     passwords: Mapping[str, str | None]
 
 
-def plan_cluster(connection: Connection, specs: SpecSet, found: Mapping[str, str | None] | None = None,
-                 topics_only: bool = False, admin: Admin | None = None) -> LivePlan:
-    """Observe in bulk, check the declared users' passwords by logging in, and plan. `found` holds the
-    users' passwords when the caller has them (Pulumi secrets); by default they are read from the specs'
-    secret references."""
-    found = passwords(specs.users) if found is None else found
-    observation = observe(connection, [t.name for t in specs.topics] if topics_only else None, admin)
-    state = check_passwords(connection, observation.state, specs.users, found)
-    plan = live_plan(specs, state)
-    unchecked = sorted(u.name for u in specs.users if found.get(u.name) is None and u.name in state.users)
+def plan_cluster(connection: Connection, declared: SpecSet | Desired, found: Mapping[str, str | None] | None = None,
+                 admin: Admin | None = None) -> LivePlan:
+    """Observe in bulk, check the declared users' passwords by logging in, and plan. `declared` is a spec set,
+    or the slice of one a caller declares (`plan.live.Desired`: a Pulumi resource's). `found` holds the users'
+    passwords when the caller has them (Pulumi secrets); by default they are read from the users' secret
+    references."""
+    wanted = desired_of(declared) if isinstance(declared, SpecSet) else declared
+    users = wanted.users
+    found = passwords(users) if found is None else found
+    observation = observe(connection, list(wanted.topics_only) if wanted.topics_only is not None else None, admin)
+    state = check_passwords(connection, observation.state, users, found)
+    plan = plan_against(wanted, state)
+    unchecked = sorted(u.name for u in users if found.get(u.name) is None and u.name in state.users)
     notes = list(plan.notes)
     if unchecked:
         notes.append(f"passwords not checked (secret not available here): {', '.join(unchecked)}")
@@ -65,16 +68,16 @@ def plan_cluster(connection: Connection, specs: SpecSet, found: Mapping[str, str
                      f"managed by kraftform and were left alone")
     # Users the plan creates or updates need their password; name every one that is missing (never a value).
     needed = {c.resource for c in plan.changes if c.kind is Kind.USER and c.action is not Action.DELETE}
-    problems = tuple(missing_password(u) for u in specs.users if u.name in needed and found.get(u.name) is None)
+    problems = tuple(missing_password(u) for u in users if u.name in needed and found.get(u.name) is None)
     return LivePlan(dataclasses.replace(plan, notes=tuple(notes), problems=problems),
                     dataclasses.replace(observation, state=state), found)
 
 
-def apply_cluster(connection: Connection, specs: SpecSet, live: LivePlan, options: ApplyOptions,
-                  progress: Progress, settle_s: float | None = None, topics_only: bool = False,
-                  admin: Admin | None = None) -> LivePlan:
+def apply_cluster(connection: Connection, declared: SpecSet | Desired, live: LivePlan, options: ApplyOptions,
+                  progress: Progress, settle_s: float | None = None, admin: Admin | None = None) -> LivePlan:
     """Apply `live.plan` and observe again until the plan is empty; returns the final (empty) plan."""
-    check_applicable(live.plan, specs, live.passwords, options)
+    wanted = desired_of(declared) if isinstance(declared, SpecSet) else declared
+    check_applicable(live.plan, wanted.users, live.passwords, options)
     applier = Applier(connection, live.passwords, options, progress, admin)
     applier.run(live.plan)
     if settle_s is None:
@@ -84,7 +87,7 @@ def apply_cluster(connection: Connection, specs: SpecSet, live: LivePlan, option
 
     def reported() -> LivePlan:
         nonlocal sent
-        seen.append(plan_cluster(connection, specs, live.passwords, topics_only, admin))
+        seen.append(plan_cluster(connection, wanted, live.passwords, admin))
         remaining = len(seen[-1].plan.changes)
         if remaining:
             if len(seen) == 1:  # say once what the wait is for

@@ -99,9 +99,10 @@ def _topic_changes(name: str, cur: TopicState, want: TopicState, current: Cluste
                               str(cur.partitions), str(want.partitions), PartitionCount(want.partitions)))
     elif want.partitions < cur.partitions:
         changes.append(Change(Action.REFUSE, Kind.PARTITIONS, name, Safety.DESTRUCTIVE,
-                              "Kafka cannot decrease partitions; kraftform refuses rather than delete and "
-                              "recreate the topic (all data would be lost). Keep the count, or migrate to a "
-                              "new topic", "partitions", str(cur.partitions), str(want.partitions)))
+                              f"Kafka cannot decrease partitions; kraftform refuses rather than delete and "
+                              f"recreate the topic (all data would be lost): keep {cur.partitions} in the specs, "
+                              f"or migrate to a new topic", "partitions", str(cur.partitions),
+                              str(want.partitions)))
     if want.replication_factor != cur.replication_factor:
         changes.append(_replication_change(name, cur, want, current))
     for key in sorted(set(cur.config) | set(want.config)):

@@ -8,13 +8,14 @@ delete; everything else is reported in the plan's notes and never touched.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from kraftform.cluster.config import BROKER_USER, CONTROLLER_USER
 from kraftform.plan.changes import Plan
 from kraftform.plan.diff import Ownership, diff_states
 from kraftform.plan.render import listed
 from kraftform.plan.state import ClusterState, state_of
-from kraftform.specset.model import DEFAULT_ENTITY, AclBinding, QuotaEntity, SpecSet
+from kraftform.specset.model import DEFAULT_ENTITY, AclBinding, QuotaEntity, SpecSet, UserSpec
 
 #: Kafka's internal topics (`__consumer_offsets`, ...) and kraftform's own (`kraftform.health`).
 RESERVED_PREFIXES = ("__", "kraftform.")
@@ -73,12 +74,40 @@ def ownership_of(specs: SpecSet) -> Ownership:
     return Ownership(topic=topic, acl=acl, quota=quota, user=user)
 
 
+@dataclass(frozen=True)
+class Desired:
+    """What should be on a cluster and what may be touched there to get it. A spec set gives the whole of it
+    (`desired_of`); a Pulumi resource gives its own slice (one principal's access, the stack's topics) without
+    pretending to be a spec set."""
+
+    state: ClusterState
+    owns: Ownership
+    #: The users whose passwords the plan checks by logging in, and names when missing.
+    users: tuple[UserSpec, ...] = ()
+    #: Principals the declaration speaks about (for the notes on what was left alone).
+    principals: frozenset[str] = frozenset()
+    #: The broker count declared, if any (a note when the cluster has another).
+    brokers: int | None = None
+    #: Observe only these topics (and nothing but topics); None: the whole cluster.
+    topics_only: tuple[str, ...] | None = None
+
+
+def desired_of(specs: SpecSet) -> Desired:
+    return Desired(state_of(specs), ownership_of(specs), specs.users, declared_principals(specs),
+                   specs.cluster.brokers)
+
+
 def live_plan(specs: SpecSet, observed: ClusterState) -> Plan:
     """The changes that take the observed cluster to the specs."""
-    owns = ownership_of(specs)
+    return plan_against(desired_of(specs), observed)
+
+
+def plan_against(wanted: Desired, observed: ClusterState) -> Plan:
+    """The changes that take the observed cluster to what `wanted` declares, touching only what it owns."""
+    owns = wanted.owns
     current = dataclasses.replace(observed, topics={n: t for n, t in observed.topics.items() if not reserved(n)})
     # Removing an override reverts to *this cluster's* default, whatever the specs assume of its brokers.
-    desired = dataclasses.replace(state_of(specs), topic_defaults=observed.topic_defaults)
+    desired = dataclasses.replace(wanted.state, topic_defaults=observed.topic_defaults)
     plan = diff_states(current, desired, owns)
     notes: list[str] = []
     unmanaged = sorted(n for n in current.topics if n not in desired.topics and not owns.topic(n))
@@ -86,7 +115,7 @@ def live_plan(specs: SpecSet, observed: ClusterState) -> Plan:
         notes.append(f"{len(unmanaged)} topic{'s' if len(unmanaged) != 1 else ''} outside the managed scope "
                      f"left alone: {listed(unmanaged)}")
     left = [b for b in current.acls - desired.acls if not owns.acl(b)]
-    principals = declared_principals(specs)
+    principals = wanted.principals
     foreign_acls = sorted({b.principal for b in left if b.principal not in principals})
     if foreign_acls:
         notes.append(f"ACLs of {len(foreign_acls)} undeclared principal{'s' if len(foreign_acls) != 1 else ''} "
@@ -95,6 +124,6 @@ def live_plan(specs: SpecSet, observed: ClusterState) -> Plan:
     if outside:
         notes.append(f"{len(outside)} ACL binding{'s' if len(outside) != 1 else ''} of declared principals on "
                      f"resources outside the managed scope left alone (acl_resources: managed): {listed(outside, 5)}")
-    if observed.brokers and len(observed.brokers) != specs.cluster.brokers:
-        notes.append(f"the cluster has {len(observed.brokers)} brokers; the specs declare {specs.cluster.brokers}")
+    if observed.brokers and wanted.brokers is not None and len(observed.brokers) != wanted.brokers:
+        notes.append(f"the cluster has {len(observed.brokers)} brokers; the specs declare {wanted.brokers}")
     return Plan.of(list(plan.changes), tuple(notes))

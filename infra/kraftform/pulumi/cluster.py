@@ -143,7 +143,7 @@ def container_resource(name: str, spec: pulumi.Output[ContainerSpec], image_id: 
         ports=pick(lambda c: [docker.ContainerPortArgs(internal=p.container_port, external=p.host_port, ip=p.host_ip)
                               for p in c.ports]),
         labels=pick(lambda c: _labels(c.labels)), healthcheck=cast(Any, pick(_healthcheck)),
-        wait=wait_timeout is not None, wait_timeout=wait_timeout, restart="unless-stopped", must_run=True,
+        wait=wait_timeout is not None, wait_timeout=wait_timeout, restart=pick(lambda c: c.restart), must_run=True,
         # The name is fixed, so the old container must go before its replacement starts; the volume, a resource
         # of its own, stays.
         opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True, depends_on=[volume, *after]))

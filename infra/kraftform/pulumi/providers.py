@@ -2,9 +2,9 @@
 planner and applier, scoped to that one resource (the stack's topics, as one resource, are in `topics`).
 
 Pulumi pickles providers with dill into the stack state, so a provider holds no client and no secret:
-connection settings arrive as (secret) inputs, and clients are created inside each method. Observations
-are cached per process for a few seconds, so the many resources of one `pulumi refresh` share one bulk
-read of the cluster instead of one read each.
+connection settings arrive as (secret) inputs, and clients are created inside each method. Each resource
+hands the planner what it declares and owns (`plan.live.Desired`), not a made-up spec set, so the plan is
+the CLI's plan of that slice: same ownership rules, same refusals, same settle loop.
 
 `read` reports what the cluster holds, so `pulumi refresh` (and `preview --refresh`) shows drift made
 behind Pulumi's back; `diff` compares canonical forms (ACL bindings one operation each, quota values as
@@ -18,8 +18,8 @@ import dataclasses
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import pulumi
 from pulumi.dynamic import (
@@ -30,32 +30,40 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from kraftform.errors import ConnectionFailed, KraftformError
+from kraftform.errors import (
+    AuthenticationFailed,
+    AuthorizationDenied,
+    ConnectionFailed,
+    KraftformError,
+    PlanRefusedError,
+    UsageError,
+)
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import check_passwords
 from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
-from kraftform.plan.state import ClusterState
+from kraftform.plan.diff import Ownership
+from kraftform.plan.live import Desired, cluster_identities
+from kraftform.plan.state import ClusterState, UserState
 from kraftform.specset.model import (
     DEFAULT_ENTITY,
     AclBinding,
     AclSpec,
-    ClusterSpec,
-    PrincipalSpec,
     QuotaEntity,
-    QuotaSpec,
     SecretRef,
     SpecSet,
     UserSpec,
 )
-from kraftform.versions import KAFKA_VERSION
-from kraftform.waiting import poll
+from kraftform.waiting import NotYet, poll
 
-OBSERVATION_TTL_S = 5.0
+T = TypeVar("T")
+
+#: How long a cluster the same `pulumi up` is still starting gets to answer.
 FIRST_READ_S = 180.0
-_observations: dict[str, tuple[float, ClusterState]] = {}
+#: A refused login this long after the first attempt is the password's fault, not a broker still starting.
+LOGIN_GRACE_S = 15.0
 
 
 @contextlib.contextmanager
@@ -75,22 +83,30 @@ def connection_of(props: dict[str, Any]) -> Iterator[Connection]:
                          c.get("password"), ca_path)
 
 
+def until_answering(connection: Connection, what: str, attempt: Callable[[], T]) -> T:
+    """`attempt` once the cluster answers: a cluster the same `pulumi up` is still starting gets FIRST_READ_S,
+    but a refused login after LOGIN_GRACE_S, or an ACL that denies the admin, fails at once with its cause."""
+    started = time.monotonic()
+
+    def once() -> T:
+        try:
+            return attempt()
+        except AuthenticationFailed:
+            if time.monotonic() - started >= LOGIN_GRACE_S:
+                raise
+            raise NotYet("the login was refused (retrying while the brokers start)") from None
+        except (AuthorizationDenied, PlanRefusedError, UsageError):
+            raise
+        except KraftformError as exc:
+            raise NotYet(str(exc)) from None
+
+    return poll(f"{what} at {connection.bootstrap}", FIRST_READ_S, once, interval=2.0, error=ConnectionFailed)
+
+
 def first_read(connection: Connection, what: str, topics_only: list[str] | None = None,
                admin: Admin | None = None) -> ClusterState:
-    """One observation; a cluster the same `pulumi up` is still starting gets FIRST_READ_S to answer."""
-    return poll(f"reading {what} at {connection.bootstrap}", FIRST_READ_S,
-                lambda: observe(connection, topics_only, admin).state, interval=2.0, retry_on=(KraftformError,),
-                error=ConnectionFailed)
-
-
-def observed(connection: Connection, fresh: bool = False) -> ClusterState:
-    """The cluster, read in bulk at most once per OBSERVATION_TTL_S for all resources of this process."""
-    cached = _observations.get(connection.bootstrap)
-    if fresh or cached is None or time.monotonic() - cached[0] > OBSERVATION_TTL_S:
-        state = first_read(connection, "the cluster")
-        cached = (time.monotonic(), state)
-        _observations[connection.bootstrap] = cached
-    return cached[1]
+    """One observation, once the cluster answers (`until_answering`)."""
+    return until_answering(connection, f"reading {what}", lambda: observe(connection, topics_only, admin).state)
 
 
 class TopicProvider(ResourceProvider):
@@ -108,9 +124,12 @@ class TopicProvider(ResourceProvider):
         """Nothing to do: the stack's `Topics` resource manages the topic now."""
 
 
-def _access_specs(props: dict[str, Any], brokers: int) -> tuple[SpecSet, dict[str, str | None]]:
-    """One principal's SCRAM credential, ACL bindings and quotas as a spec set declaring only them."""
+def _access(props: dict[str, Any], admin_user: str | None) -> tuple[Desired, dict[str, str | None]]:
+    """What one principal's resource declares (its SCRAM credential, ACL bindings and quotas) and owns (only
+    those: its user, bindings with it as principal, quotas of its user), with the password it holds. The
+    resource for default quotas owns nothing: its quotas are set, and left in place when it goes."""
     principal = props.get("principal")
+    name = principal.removeprefix("User:") if principal else None
     user = props.get("user")
     users: tuple[UserSpec, ...] = ()
     found: dict[str, str | None] = {}
@@ -118,12 +137,14 @@ def _access_specs(props: dict[str, Any], brokers: int) -> tuple[SpecSet, dict[st
         users = (UserSpec(user["name"], SecretRef("pulumi_config", user["name"]), user["mechanism"],
                           int(user["iterations"])),)
         found[user["name"]] = user["password"]
-    acls = tuple(_acl_spec(a) for a in props.get("acls") or ())
-    quotas = tuple(QuotaSpec(QuotaEntity(q.get("user"), q.get("client_id")),
-                             {k: float(v) for k, v in q["values"].items()}) for q in props.get("quotas") or ())
-    principals = (PrincipalSpec(principal),) if principal else ()
-    return SpecSet(ClusterSpec("pulumi", max(1, brokers), KAFKA_VERSION), acls=acls, quotas=quotas, users=users,
-                   principals=principals), found
+    state = ClusterState(acls=_bindings(props.get("acls")),
+                         quotas={QuotaEntity(u, c): v for (u, c), v in _quota_values(props.get("quotas")).items()},
+                         users={u.name: UserState(u.name, u.mechanism, u.iterations) for u in users})
+    identities = cluster_identities(admin_user or "")
+    owns = Ownership(topic=lambda _name: False, acl=lambda b: principal is not None and b.principal == principal,
+                     quota=lambda e: name is not None and e.user == name,
+                     user=lambda u: u == name and u not in identities)
+    return Desired(state, owns, users, frozenset({principal}) if principal else frozenset()), found
 
 
 def _bindings(acls: Any) -> frozenset[AclBinding]:
@@ -158,10 +179,13 @@ class AccessProvider(ResourceProvider):
 
     def _reconcile(self, props: dict[str, Any]) -> None:
         with connection_of(props) as connection:
-            specs, found = _access_specs(props, len(observed(connection).brokers))
-            live = plan_cluster(connection, specs, found)
-            apply_cluster(connection, specs, live, ApplyOptions(allow_destructive=True), lambda _m: None)
-            _observations.pop(connection.bootstrap, None)
+            desired, found = _access(props, connection.username)
+            # One client for the call's reads and writes: each new one is a TLS and SCRAM exchange per broker.
+            admin = Admin(connection)
+            live = until_answering(connection, f"planning {props.get('principal') or 'default quotas'}",
+                                   lambda: plan_cluster(connection, desired, found, admin))
+            apply_cluster(connection, desired, live, ApplyOptions(allow_destructive=True), lambda _m: None,
+                          admin=admin)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         self._reconcile(props)
@@ -177,9 +201,8 @@ class AccessProvider(ResourceProvider):
         whose stored password no longer logs in reads back without it, so the next update sets it again."""
         principal = props.get("principal")
         with connection_of(props) as connection:
-            state = observed(connection, fresh=True)
-            specs, found = _access_specs(props, len(state.brokers))
-            state = check_passwords(connection, state, specs.users, found)
+            desired, found = _access(props, connection.username)
+            state = check_passwords(connection, first_read(connection, "the cluster"), desired.users, found)
         current_acls = frozenset(b for b in state.acls if principal is not None and b.principal == principal)
         acls = props.get("acls") or [] if current_acls == _bindings(props.get("acls")) else [
             {"principal": b.principal, "resource_type": b.resource_type, "resource_name": b.resource_name,

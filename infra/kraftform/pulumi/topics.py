@@ -14,7 +14,6 @@ keeps Pulumi's `protect`, which guards `pulumi destroy`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -31,15 +30,13 @@ from pulumi.dynamic import (
 
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import ApplyOptions
-from kraftform.kafka.connect import Connection
-from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
-from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
-from kraftform.pulumi.providers import connection_of, first_read
-from kraftform.specset.model import ClusterSpec, SpecSet, TopicSpec
+from kraftform.plan.diff import Ownership, diff_states
+from kraftform.plan.live import Desired
+from kraftform.plan.state import ClusterState, TopicState
+from kraftform.pulumi.providers import connection_of, first_read, until_answering
+from kraftform.specset.model import TopicSpec
 from kraftform.topic_configs import normalize_topic_config
-from kraftform.versions import KAFKA_VERSION
-from kraftform.waiting import until
 
 #: The resource's ID: one topic set per stack.
 ID = "topics"
@@ -52,12 +49,20 @@ def topic_inputs(topics: Iterable[TopicSpec]) -> dict[str, dict[str, Any]]:
                      "config": dict(t.config)} for t in topics}
 
 
-def _specs(topics: Mapping[str, Any]) -> SpecSet:
-    """A spec set declaring exactly these topics: the live planner then owns them and nothing else. The broker
-    count does not matter here: each topic states its replication factor."""
-    return SpecSet(ClusterSpec("pulumi", 1, KAFKA_VERSION), topics=tuple(
-        TopicSpec(name, int(t["partitions"]), int(t["replication_factor"]),
-                  {k: str(v) for k, v in (t.get("config") or {}).items()}) for name, t in sorted(topics.items())))
+def _state(topics: Mapping[str, Any]) -> ClusterState:
+    """The topics as the planner's desired state; numbers back to ints (the engine hands them over as floats)."""
+    return ClusterState(topics={name: TopicState(name, int(t["partitions"]), int(t["replication_factor"]),
+                                                 {k: str(v) for k, v in (t.get("config") or {}).items()})
+                                for name, t in topics.items()})
+
+
+def _desired(topics: Mapping[str, Any], removed: Iterable[str]) -> Desired:
+    """What the resource declares (its topics) and owns: those, and the ones it held before and no longer
+    declares, which the planner then deletes as it deletes any owned topic the specs dropped."""
+    owned = frozenset(topics) | frozenset(removed)
+    return Desired(_state(topics), Ownership(topic=lambda name: name in owned, acl=lambda _b: False,
+                                             quota=lambda _e: False, user=lambda _u: False),
+                   topics_only=tuple(sorted(owned)))
 
 
 def _canonical(topics: Mapping[str, Any] | None) -> dict[str, tuple[int, int, dict[str, str]]]:
@@ -87,12 +92,11 @@ class TopicSetProvider(ResourceProvider):
                 except ValueError as exc:
                     failures.append(CheckFailure("", f"topic {name}: config {key}: {exc}"))
             topics[name] = {**topic, "config": config}
-            old, new = before.get(name, (0, 0, {}))[0], int(topic["partitions"])
-            if new < old:
-                failures.append(CheckFailure("", (
-                    f"topic {name}: partitions {old} -> {new} refused: Kafka cannot decrease partitions, and "
-                    f"kraftform never deletes and recreates a topic. Growing them was applied (keys remapped); "
-                    f"to go back, keep {old} in the specs")))
+        if olds:  # what the planner refuses (a partition decrease), refused here, so `pulumi preview` shows it
+            grown = {n: t for n, t in topics.items() if n in before}
+            refused = diff_states(_state(olds.get("topics") or {}), _state(grown)).refused
+            failures.extend(CheckFailure("", f"topic {c.resource}: {c.key} {c.current} -> {c.desired} refused: "
+                                             f"{c.reason}") for c in refused)
         removed = sorted(set(before) - set(topics))
         if removed and _protected(olds, news):
             failures.extend(CheckFailure("", (
@@ -119,21 +123,15 @@ class TopicSetProvider(ResourceProvider):
         """The CLI's loop over these topics: plan, apply with the removed topics' deletions (`pulumi up`
         already showed the diff and asked; `check` refused removals a protected stack does not allow), then
         observe until the cluster matches."""
-        specs = _specs(props.get("topics") or {})
+        desired = _desired(props.get("topics") or {}, removed)
         with connection_of(props) as connection:
             # One client for the call's reads and writes: each new one is a TLS and SCRAM exchange per broker.
             admin = Admin(connection)
-            names = [t.name for t in specs.topics]
-            present = first_read(connection, "the stack's topics", [*names, *removed], admin).topics
-            gone = [n for n in removed if n in present]
-            live = plan_cluster(connection, specs, {}, topics_only=True, admin=admin)
-            deletes = [Change(Action.DELETE, Kind.TOPIC, name, Safety.DESTRUCTIVE, "removed from the stack")
-                       for name in gone]
-            live = dataclasses.replace(live, plan=Plan.of([*live.plan.changes, *deletes], live.plan.notes))
-            apply_cluster(connection, specs, live, ApplyOptions(allow_destructive=True), lambda _m: None,
-                          topics_only=True, admin=admin)
-            if gone:
-                _wait_gone(connection, gone, admin)
+            live = until_answering(connection, "planning the stack's topics",
+                                   lambda: plan_cluster(connection, desired, {}, admin))
+            # The settle loop then waits until the brokers report every change, deletions included.
+            apply_cluster(connection, desired, live, ApplyOptions(allow_destructive=True), lambda _m: None,
+                          admin=admin)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """What the cluster holds of these topics; a topic deleted behind Pulumi's back reads back missing,
@@ -149,12 +147,6 @@ class TopicSetProvider(ResourceProvider):
         """`pulumi destroy` of a stack that does not protect its topics (Pulumi's `protect` stops it otherwise):
         every topic of the set removed."""
         self._reconcile({**props, "topics": {}}, removed=sorted(props.get("topics") or {}))
-
-
-def _wait_gone(connection: Connection, names: list[str], admin: Admin) -> None:
-    """Brokers learn of a deletion a moment after the controller commits it."""
-    until(f"{len(names)} deleted topic(s) to be gone from the brokers' metadata", 60.0 + 0.05 * len(names),
-          lambda: not set(names) & set(observe(connection, names, admin).state.topics))
 
 
 class Topics(pulumi.dynamic.Resource):

@@ -18,8 +18,16 @@ from kraftform.cluster.containers import ContainerSpec, network_bootstrap
 from kraftform.errors import ClusterUnhealthy, UsageError
 from kraftform.kafka.credentials import passwords, require_passwords
 from kraftform.runtime import deployment as dep
-from kraftform.runtime.docker_engine import DockerRuntime, attached, remove_attached, remove_if_present
-from kraftform.spark.containers import LABEL_CONSUMER, LABEL_SPARK, consumer_container, spark_cluster_containers
+from kraftform.runtime.engine import attached, create_container, docker_client, remove_attached, remove_if_present
+from kraftform.spark.containers import (
+    CLIENT_CONFIG,
+    JOB_FILE,
+    LABEL_CONSUMER,
+    LABEL_SPARK,
+    WORK_DIR,
+    consumer_container,
+    spark_cluster_containers,
+)
 from kraftform.spark.manifest import consumer_manifest, manifest_text
 from kraftform.specset.model import ConsumerSpec, SpecSet
 from kraftform.waiting import NotYet, poll
@@ -90,14 +98,22 @@ def _state(container: Container) -> ConsumerContainer:
 def states(state_dir: Path, label: str = LABEL_CONSUMER) -> list[ConsumerContainer]:
     """The consumers' containers (or, with LABEL_SPARK, the standalone master's and workers')."""
     deployment = _docker_deployment(state_dir)
-    return [_state(c) for c in attached(DockerRuntime(state_dir).client, deployment.cluster_name, label)]
+    return [_state(c) for c in attached(docker_client(), deployment.cluster_name, label)]
+
+
+def position_inside(state: ConsumerContainer) -> str:
+    """What `consumers status` says inside the consumer's running container, where its checkpoint is."""
+    done = docker_client().containers.get(state.container).exec_run(
+        ["kraftform", "consumers", "status", "--name", state.consumer, "--job", JOB_FILE, "--command-config",
+         CLIENT_CONFIG, "--data-dir", WORK_DIR])
+    output: bytes = done.output
+    return output.decode(errors="replace").strip()
 
 
 def spark_cluster_up(state_dir: Path, containers: Sequence[ContainerSpec], timeout: float) -> None:
     """Start the standalone master and workers, keeping those already running this image (replacing a worker
     would kill the executors of every consumer on it), and wait until the master lists every worker."""
-    runtime = DockerRuntime(state_dir)
-    client = runtime.client
+    client = docker_client()
     started = []
     for spec in containers:
         try:
@@ -108,7 +124,7 @@ def spark_cluster_up(state_dir: Path, containers: Sequence[ContainerSpec], timeo
         except NotFound:
             pass
         remove_if_present(client, spec.name)
-        started.append(runtime.create_container(client, spec))
+        started.append(create_container(client, spec))
         started[-1].start()
     _wait_healthy(started, "the Spark standalone master and workers to be up", timeout)
 
@@ -163,12 +179,11 @@ def up(state_dir: Path, containers: Sequence[ContainerSpec], timeout: float | No
     """(Re)create and start the consumers' containers, keeping their volume; with a `timeout`, wait until each
     is healthy (its query runs and has finished a micro-batch), failing with the job's own last words if a
     container stops."""
-    runtime = DockerRuntime(state_dir)
-    client = runtime.client
+    client = docker_client()
     started = []
     for spec in containers:
         remove_if_present(client, spec.name)
-        started.append(runtime.create_container(client, spec))
+        started.append(create_container(client, spec))
         started[-1].start()
     if timeout is None:
         return [_state(c) for c in started]
@@ -177,8 +192,6 @@ def up(state_dir: Path, containers: Sequence[ContainerSpec], timeout: float | No
 
 def wait_healthy(container: str, timeout: float) -> ConsumerContainer:
     """Wait for one consumer's container (name or ID) on the local Docker engine: what `pulumi up` waits for."""
-    from kraftform.runtime.images import docker_client
-
     try:
         found = docker_client().containers.get(container)
     except NotFound:
@@ -191,5 +204,4 @@ def down(state_dir: Path, purge: bool = False) -> list[str]:
     """Stop the consumers (SIGTERM: each stops its query between micro-batches) and the Spark standalone
     cluster, and remove their containers; with `purge`, their volume (checkpoints, output) too."""
     deployment = _docker_deployment(state_dir)
-    return remove_attached(DockerRuntime(state_dir).client, deployment.cluster_name, [LABEL_CONSUMER, LABEL_SPARK],
-                           purge)
+    return remove_attached(docker_client(), deployment.cluster_name, [LABEL_CONSUMER, LABEL_SPARK], purge)

@@ -9,24 +9,18 @@ publish their external listener on 127.0.0.1 only; the host-side admin files poi
 from __future__ import annotations
 
 import contextlib
-import io
 import shutil
-import tarfile
-from collections.abc import Sequence
 from pathlib import Path
 
 import docker
-from docker.errors import APIError, NotFound
+from docker.errors import NotFound
 from docker.models.containers import Container
 
 from kraftform.cluster.config import Addressing
 from kraftform.cluster.containers import (
-    CONTAINER_UID,
     LABEL_CLUSTER,
-    LABEL_NODE,
     LOCAL_IMAGE,
     ContainerSpec,
-    Healthcheck,
     bootstrap_servers,
     container_specs,
     docker_addressing,
@@ -35,44 +29,11 @@ from kraftform.cluster.containers import (
 )
 from kraftform.cluster.render import make_secrets
 from kraftform.cluster.topology import topology
-from kraftform.errors import EnvironmentMissing, UsageError
+from kraftform.errors import UsageError
 from kraftform.kafka.health import ClusterHealth, wait_healthy
 from kraftform.runtime import deployment as dep
-from kraftform.runtime.images import docker_client
+from kraftform.runtime.engine import attached, create_container, docker_client, remove_attached, remove_if_present
 from kraftform.specset.model import ClusterSpec
-from kraftform.waiting import until
-
-
-def _healthcheck(check: Healthcheck | None) -> dict[str, object] | None:
-    """The Engine API's form: durations in nanoseconds."""
-    if check is None:
-        return None
-    return {"test": list(check.test), "interval": check.interval_s * 10**9, "timeout": check.timeout_s * 10**9,
-            "retries": check.retries, "start_period": check.start_period_s * 10**9}
-
-
-def files_tar(spec: ContainerSpec) -> bytes:
-    """A tar of the spec's files, owned by the container user, with their modes; directories included."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        dirs = sorted({str(Path(f.path).parent) for f in spec.files})
-        for directory in dirs:
-            parts = Path(directory).parts
-            for i in range(2, len(parts) + 1):
-                name = str(Path(*parts[:i])).lstrip("/")
-                if name in tar.getnames():
-                    continue
-                info = tarfile.TarInfo(name)
-                info.type, info.mode = tarfile.DIRTYPE, 0o755
-                info.uid = info.gid = CONTAINER_UID
-                tar.addfile(info)
-        for f in spec.files:
-            data = f.content.encode()
-            info = tarfile.TarInfo(f.path.lstrip("/"))
-            info.size, info.mode = len(data), f.mode
-            info.uid = info.gid = CONTAINER_UID
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 class DockerRuntime:
@@ -91,25 +52,7 @@ class DockerRuntime:
             client.networks.create(name, driver="bridge", labels={LABEL_CLUSTER: cluster})
 
     def create_container(self, client: docker.DockerClient, spec: ContainerSpec) -> Container:
-        """Create (not start) one node's container with its files in place; volume created if missing."""
-        try:
-            client.volumes.get(spec.volume)
-        except NotFound:
-            client.volumes.create(spec.volume, labels=dict(spec.labels))
-        networking = client.api.create_networking_config(
-            {spec.network: client.api.create_endpoint_config(aliases=list(spec.aliases))})
-        response = client.api.create_container(
-            spec.image, command=list(spec.command), name=spec.name, hostname=spec.hostname, user=spec.user,
-            labels=dict(spec.labels), ports=[p.container_port for p in spec.ports],
-            healthcheck=_healthcheck(spec.healthcheck),
-            host_config=client.api.create_host_config(
-                binds={spec.volume: {"bind": spec.volume_path, "mode": "rw"}},
-                port_bindings={p.container_port: (p.host_ip, p.host_port) for p in spec.ports},
-                restart_policy={"Name": "no"}),
-            networking_config=networking)
-        container = client.containers.get(response["Id"])
-        container.put_archive("/", files_tar(spec))
-        return container
+        return create_container(client, spec)
 
     def up(self, cluster: ClusterSpec, admin_password: str | None = None, timeout: float = 240) -> ClusterHealth:
         """Create the network, volumes and containers and start them; idempotent like the local runtime."""
@@ -191,43 +134,3 @@ class DockerRuntime:
             memory = stats.get("memory_stats", {})
             total += int(memory.get("usage", 0)) - int(memory.get("stats", {}).get("cache", 0))
         return total
-
-
-def attached(client: docker.DockerClient, cluster: str, label: str = LABEL_CLUSTER) -> list[Container]:
-    """Containers beside the cluster's nodes (its consumers), carrying the cluster's label and `label`."""
-    found = client.containers.list(all=True, filters={"label": [f"{LABEL_CLUSTER}={cluster}", label]})
-    return sorted((c for c in found if LABEL_NODE not in c.labels), key=lambda c: c.name or "")
-
-
-def remove_attached(client: docker.DockerClient, cluster: str, labels: Sequence[str], purge: bool) -> list[str]:
-    """Stop (SIGTERM, then SIGKILL after 60 s) and remove the attached containers carrying any of `labels`;
-    with `purge`, then their volumes (which they may share). Returns their names."""
-    found = {c.name: c for label in labels for c in attached(client, cluster, label)}
-    volumes: set[str] = set()
-    for _name, container in sorted(found.items()):
-        volumes |= {m["Name"] for m in container.attrs.get("Mounts", []) if m.get("Type") == "volume"}
-        with contextlib.suppress(NotFound):
-            container.stop(timeout=60)
-            container.remove(force=True)
-    for volume in sorted(volumes) if purge else ():
-        with contextlib.suppress(NotFound):
-            client.volumes.get(volume).remove(force=True)
-    return sorted(str(n) for n in found)
-
-
-def remove_if_present(client: docker.DockerClient, name: str) -> None:
-    try:
-        client.containers.get(name).remove(force=True)
-    except NotFound:
-        pass
-    except APIError as exc:
-        raise EnvironmentMissing(f"cannot remove old container {name}: {exc}") from None
-    def gone() -> bool:
-        try:
-            client.containers.get(name)
-            return False
-        except NotFound:
-            return True
-
-    until(f"old container {name} to be removed", 5.0, gone, interval=0.1, error=EnvironmentMissing)
-

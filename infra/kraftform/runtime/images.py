@@ -204,12 +204,3 @@ def build_spark(client: docker.DockerClient, log: list[str]) -> str:
                 client.images.remove(old)
                 log.append(f"{old}: removed (an earlier build)")
     return tag
-
-
-def docker_client() -> docker.DockerClient:
-    try:
-        client = docker.from_env(timeout=300)
-        client.ping()
-        return client
-    except docker.errors.DockerException as exc:
-        raise EnvironmentMissing(f"no Docker engine answers ({exc}); start dockerd") from None

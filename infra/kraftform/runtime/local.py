@@ -18,7 +18,7 @@ from typing import cast
 
 from kraftform.artifacts import ensure_kafka
 from kraftform.cluster.config import Addressing, NodePaths
-from kraftform.cluster.render import TOOL_JAVA_OPTIONS, RenderedNode, java_options, make_secrets, render_cluster
+from kraftform.cluster.render import RenderedNode, format_args, make_secrets, render_cluster, server_args
 from kraftform.cluster.topology import CLIENT_PORT, Node, Role, Topology, topology
 from kraftform.errors import ClusterUnhealthy, EnvironmentMissing
 from kraftform.kafka.health import ClusterHealth, wait_healthy
@@ -82,9 +82,7 @@ class LocalRuntime:
         for r in nodes:
             if (Path(r.paths.data_dir) / "meta.properties").exists():
                 continue
-            cmd = [java, *TOOL_JAVA_OPTIONS, "-cp", self._classpath(home), "kafka.tools.StorageTool", "format",
-                   "--cluster-id", cluster_id, "--config", r.paths.server_properties, "--ignore-formatted",
-                   *r.scram_args]
+            cmd = [java, *format_args(self._classpath(home), cluster_id, r.paths), *r.scram_args]
             procs.append((r, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
         for r, proc in procs:
             out, _ = proc.communicate(timeout=FORMAT_TIMEOUT)
@@ -96,8 +94,7 @@ class LocalRuntime:
         """Launch one node from the files already in its directory; returns its pid."""
         paths = self._node_paths(node.name)
         log = open(self.node_dir(node.name) / "kafka.log", "ab")  # noqa: SIM115 - handed to the child
-        cmd = [java_binary(), *java_options(node, paths), "-cp", self._classpath(home), "kafka.Kafka",
-               paths.server_properties]
+        cmd = [java_binary(), *server_args(node, paths, self._classpath(home))]
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=self.node_dir(node.name))
         log.close()

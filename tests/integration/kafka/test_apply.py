@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from kraftform.errors import KafkaRequestFailed
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import Applier, ApplyOptions
 from kraftform.kafka.connect import read_connection
+from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
 from kraftform.plan.changes import Action, Kind
 from kraftform.specset.model import AclSpec, ClusterSpec, PrincipalSpec, SpecSet, TopicSpec
@@ -42,3 +44,35 @@ def test_an_apply_sends_its_steps_in_batches_and_acls_before_topics(local_cluste
     apply_cluster(connection, bare, plan_cluster(connection, bare), ApplyOptions(allow_destructive=True), steps.append)
     for name, future in admin.client.delete_topics([t.name for t in topics]).items():
         admin.wait(future, f"delete {name}")
+
+
+def test_a_refused_resource_fails_alone_and_everything_independent_is_applied(local_cluster: LiveCluster) -> None:
+    """As Strimzi's operator does: Kafka answers per resource, so one topic the broker refuses (a replication
+    factor above the broker count) neither stops the other topics of its request nor the grants of another
+    step, and the error lists it with Kafka's cause."""
+    connection = read_connection(local_cluster.state_dir / "admin.properties")
+    prefix = unique("alone")
+    principal = f"User:{prefix.replace('.', '-')}"
+    good, bad = f"{prefix}.good", f"{prefix}.too-many-replicas"
+    specs = SpecSet(ClusterSpec(local_cluster.spec.name, 3, local_cluster.spec.kafka_version),
+                    topics=(TopicSpec(good, 1, 3, {"retention.ms": "3600000"}),
+                            TopicSpec(bad, 1, 5, {"retention.ms": "3600000"})),
+                    acls=(AclSpec(principal, "topic", good, ("read",)),), principals=(PrincipalSpec(principal),))
+    live = plan_cluster(connection, specs)
+    steps: list[str] = []
+    with pytest.raises(KafkaRequestFailed) as failed:
+        Applier(connection, {}, ApplyOptions(), steps.append).run(live.plan)
+    message = str(failed.value)
+    assert message.startswith(f"1 of {len(live.plan.changes)} change(s) failed; every other one was applied")
+    assert f"{bad}: create topics: INVALID_REPLICATION_FACTOR" in message and good not in message
+    until("the good topic and the grant to show", 60.0, lambda: (lambda state: good in state.topics and any(
+        b.principal == principal for b in state.acls))(observe(connection).state))
+    assert bad not in observe(connection).state.topics
+    # What is left is the refused topic alone.
+    remaining = plan_cluster(connection, specs).plan.changes
+    assert {(c.kind, c.resource) for c in remaining} == {(Kind.TOPIC, bad)}
+
+    bare = SpecSet(specs.cluster, principals=specs.principals)
+    apply_cluster(connection, bare, plan_cluster(connection, bare), ApplyOptions(allow_destructive=True), steps.append)
+    admin = Admin(connection)
+    admin.wait(admin.client.delete_topics([good])[good], f"delete {good}")

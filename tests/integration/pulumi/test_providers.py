@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import base64
+import time
 from typing import Any
 
 import dill
 import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 
+from kraftform.errors import AuthenticationFailed
 from kraftform.kafka.connect import read_connection
 from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
-from kraftform.pulumi.providers import AccessProvider, TopicProvider
+from kraftform.pulumi.providers import LOGIN_GRACE_S, AccessProvider, TopicProvider
 from kraftform.pulumi.topics import TopicSetProvider
 from kraftform.specset.model import QuotaEntity, SecretRef, UserSpec
 
@@ -122,3 +124,17 @@ def test_access_provider_manages_a_principals_user_acls_and_quotas(local_cluster
     state = observe(connection).state
     assert name not in state.users and QuotaEntity(user=name) not in state.quotas
     assert not any(b.principal == principal for b in state.acls)
+
+
+@pytest.mark.parametrize("provider", [AccessProvider(), TopicSetProvider()], ids=["access", "topics"])
+def test_a_wrong_admin_password_fails_a_provider_within_seconds_with_its_cause(
+        local_cluster: LiveCluster, provider: Any) -> None:
+    """A cluster the same `pulumi up` is still starting gets minutes to answer, but a refused login is the
+    password's fault once the brokers had their grace: the provider fails with that cause, not a timeout."""
+    props = {"connection": {**connection_props(local_cluster), "password": "not-the-password"}, "protect": False,
+             "principal": f"User:{unique('nobody')}", "acls": [], "quotas": [], "user": None,
+             "topics": {unique("never"): {"partitions": 1, "replication_factor": 3, "config": {}}}}
+    started = time.monotonic()
+    with pytest.raises(AuthenticationFailed):
+        provider.create(props)
+    assert time.monotonic() - started < LOGIN_GRACE_S + 15

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kraftform.runtime.images import docker_client
+from kraftform.runtime.engine import docker_client
 
 from ..conftest import Clusters
 

@@ -151,7 +151,8 @@ def test_kcat_reaches_the_cluster_with_the_written_config(cluster: LiveCluster) 
     import subprocess
     from pathlib import Path
 
-    from kraftform.runtime.images import build_kcat, docker_client
+    from kraftform.runtime.engine import docker_client
+    from kraftform.runtime.images import build_kcat
 
     build_kcat(docker_client(), [])
     kcat = Path(__file__).resolve().parents[3] / "scripts" / "kcat"

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kraftform.cli import main
-from kraftform.verify.mutations import mutate, paths
+from kraftform.verification.mutations import mutate, paths
 
 from ...conftest import EXAMPLE_SPECS
 

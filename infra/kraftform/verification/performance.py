@@ -20,9 +20,9 @@ from pathlib import Path
 
 from kraftform.errors import KafkaRequestFailed
 from kraftform.runtime.tools import CONSUMER_PERFORMANCE, MEASURING_JAVA_OPTIONS, PRODUCER_PERFORMANCE
-from kraftform.runtime.verification.target import Target
 from kraftform.specset.model import Profile
-from kraftform.verify.toolout import ConsumerRun, ProducerRun, consumer_summary, producer_summary
+from kraftform.verification.target import Target
+from kraftform.verification.toolout import ConsumerRun, ProducerRun, consumer_summary, producer_summary
 
 RECORD_BYTES = 1024
 #: Free text of an event (a search, a review): words from a small vocabulary compress like prose does.

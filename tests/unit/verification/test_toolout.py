@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kraftform.errors import KafkaRequestFailed
-from kraftform.verify.toolout import ProducerLog, consumed_values, consumer_summary, events, producer_summary
+from kraftform.verification.toolout import ProducerLog, consumed_values, consumer_summary, events, producer_summary
 
 PRODUCER_LINES = """\
 {"timestamp":1795447911642,"name":"startup_complete"}

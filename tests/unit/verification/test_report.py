@@ -2,7 +2,16 @@ from __future__ import annotations
 
 import json
 
-from kraftform.verify.report import Check, Outcome, Report, Table, check, render_json, render_markdown, render_text
+from kraftform.verification.report import (
+    Check,
+    Outcome,
+    Report,
+    Table,
+    check,
+    render_json,
+    render_markdown,
+    render_text,
+)
 
 
 def _report(*checks: Check) -> Report:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from kraftform.verify.secretscan import Leak, find_leaks
+from kraftform.verification.secretscan import Leak, find_leaks
 
 
 def test_a_password_is_found_by_line_and_named_by_label_only() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from kraftform.declared import load_specs
-from kraftform.verify import specsets
+from kraftform.verification import specsets
 
 from ...conftest import EXAMPLE_SPECS
 

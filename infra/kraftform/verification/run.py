@@ -29,13 +29,13 @@ from kraftform.errors import ConnectionFailed, KraftformError, UsageError
 from kraftform.kafka.connect import read_connection
 from kraftform.runtime import get_runtime, runtime_of
 from kraftform.runtime.deployment import load
-from kraftform.runtime.verification import durability, performance, resilience
-from kraftform.runtime.verification.target import Target
 from kraftform.specset.loader import load_documents
 from kraftform.specset.model import Profile, SpecSet
-from kraftform.verify.report import Check, Outcome, Report, Table, check
-from kraftform.verify.secretscan import Leak, find_leaks
-from kraftform.verify.toolout import ProducerRun
+from kraftform.verification import durability, performance, resilience
+from kraftform.verification.report import Check, Outcome, Report, Table, check
+from kraftform.verification.secretscan import Leak, find_leaks
+from kraftform.verification.target import Target
+from kraftform.verification.toolout import ProducerRun
 
 Progress = Callable[[str], None]
 FAILURE_PROFILES = ("durability", "throughput", "latency")
@@ -124,7 +124,8 @@ class Verification:
             self.progress(f"starting a {o.runtime} cluster from {o.specs_dir} (cluster {cluster.name!r}) ...")
             runtime = get_runtime(o.runtime, state)
             if o.runtime == "docker":
-                from kraftform.runtime.images import build_kafka, docker_client
+                from kraftform.runtime.engine import docker_client
+                from kraftform.runtime.images import build_kafka
 
                 build_kafka(docker_client(), [], cluster.kafka_version)
             runtime.up(cluster, timeout=300)

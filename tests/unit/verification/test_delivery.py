@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from kraftform.verify.delivery import account
+from kraftform.verification.delivery import account
 
 
 def test_lost_is_acknowledged_and_never_read() -> None:

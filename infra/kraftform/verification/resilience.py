@@ -26,10 +26,10 @@ from typing import Any, TextIO
 
 import yaml
 
-from kraftform.runtime.verification.target import Target
 from kraftform.specset.loader import spec_texts
-from kraftform.verify import specsets
-from kraftform.verify.mutations import mutated_set
+from kraftform.verification import specsets
+from kraftform.verification.mutations import mutated_set
+from kraftform.verification.target import Target
 
 Progress = Callable[[str], None]
 #: A trial whose apply ended before its kill: it does not count as a killed apply.

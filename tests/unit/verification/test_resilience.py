@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kraftform.runtime.verification.resilience import PROGRESS, stage
+from kraftform.verification.resilience import PROGRESS, stage
 
 
 @pytest.mark.parametrize(("line", "expected"), [

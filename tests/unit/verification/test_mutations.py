@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from kraftform.verify.mutations import mutate, mutated_set, paths
+from kraftform.verification.mutations import mutate, mutated_set, paths
 
 BASE = {"topics.yaml": "topics:\n  - name: a.v1\n    partitions: 3\n", "users.yaml": "users: []\n"}
 

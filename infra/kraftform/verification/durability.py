@@ -20,10 +20,10 @@ from kraftform.errors import KafkaRequestFailed, KraftformError
 from kraftform.runtime import Runtime
 from kraftform.runtime.status import QuorumStatus, parse_quorum
 from kraftform.runtime.tools import METADATA_QUORUM, VERIFIABLE_CONSUMER, VERIFIABLE_PRODUCER, run_kafka_tool
-from kraftform.runtime.verification.target import Target
 from kraftform.specset.model import Profile
-from kraftform.verify.delivery import Delivery, account
-from kraftform.verify.toolout import ProducerLog, consumed_values, events
+from kraftform.verification.delivery import Delivery, account
+from kraftform.verification.target import Target
+from kraftform.verification.toolout import ProducerLog, consumed_values, events
 from kraftform.waiting import NotYet, poll
 
 #: Settings of the verify run, not of the profile: the tools set these themselves.

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from kraftform.artifacts import ensure_kafka
+from kraftform.cluster.connection import Connection
 from kraftform.cluster.render import new_cluster_id
 from kraftform.kafka.health import wait_healthy
 from kraftform.runtime import get_runtime
@@ -63,7 +64,7 @@ def bench_plaintext(work: Path) -> tuple[float, int]:
     proc = subprocess.Popen([java_binary(), "-Xms384m", "-Xmx384m", "-cp", classpath, "kafka.Kafka", str(props)],
                             stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_healthy({"bootstrap.servers": f"127.0.0.1:{port}"}, 1, 240)
+        wait_healthy(Connection(f"127.0.0.1:{port}"), 1, 240)
         seconds = time.monotonic() - started
         rss = _rss(proc.pid)
     finally:

@@ -27,8 +27,8 @@ from typing import Any
 import yaml
 from pulumi.runtime import proto
 
+from kraftform.cluster.connection import read_connection
 from kraftform.kafka import admin as admin_module
-from kraftform.kafka.connect import read_connection
 from kraftform.pulumi.topics import TopicSetProvider
 
 REPO = Path(__file__).resolve().parents[2]

@@ -26,8 +26,8 @@ from pathlib import Path
 import yaml
 from confluent_kafka.admin import ConfigResource, ResourceType
 
+from kraftform.cluster.connection import read_connection
 from kraftform.kafka.admin import Admin, Requests, kafka_python_admin
-from kraftform.kafka.connect import read_connection
 from kraftform.kafka.health import poll_health
 from kraftform.runtime.deployment import admin_config
 from kraftform.specset.model import ClusterDefaults, ClusterSpec, ManagedScope, Security
@@ -134,7 +134,7 @@ def main() -> None:
             # Read a settled cluster: brokers go on creating replicas after the metadata shows the topics.
             settle = time.monotonic()
             wait_for_replicas(state_dir, "bench.", size * 3)
-            poll_health({**admin_config(state_dir), "log_level": "0"}, lambda h: h.ok, timeout=600)
+            poll_health(admin_config(state_dir), lambda h: h.ok, timeout=600)
             print(f"{size} topics: all {size * 3} replicas on the brokers' disks {time.monotonic() - settle:.1f} s "
                   f"after the apply returned", flush=True)
             plan_s, requests, observe_s, kib, naive_s, naive_requests = reads(state_dir, specs)

@@ -34,9 +34,9 @@ from typing import Any
 import yaml
 from confluent_kafka import Consumer, Producer
 
+from kraftform.cluster.connection import Connection, read_connection
 from kraftform.declared import load_specs
 from kraftform.kafka.apply import ApplyOptions
-from kraftform.kafka.connect import Connection, read_connection
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
 from kraftform.runtime import get_runtime
 from kraftform.runtime.deployment import STATE_FILE

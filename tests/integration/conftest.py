@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from kraftform.cluster.connection import Connection
 from kraftform.declared import load_specs
 from kraftform.runtime import Runtime, get_runtime
 from kraftform.runtime.deployment import Deployment, admin_config, load
@@ -34,9 +35,14 @@ class LiveCluster:
         return load(self.state_dir)
 
     @property
+    def connection(self) -> Connection:
+        """The admin (super) user's login, as `cluster up` wrote it."""
+        return admin_config(self.state_dir)
+
+    @property
     def admin(self) -> dict[str, Any]:
-        """librdkafka config of the admin (super) user, as written by `cluster up`."""
-        return {**admin_config(self.state_dir), "log_level": "0"}
+        """librdkafka config of the admin (super) user, for the tests' own producers and consumers."""
+        return self.connection.librdkafka()
 
     def client(self, **overrides: str) -> dict[str, Any]:
         return {**self.admin, **overrides}

@@ -11,9 +11,9 @@ from typing import Any
 
 from kraftform.cli.cluster_commands import DEFAULT_STATE
 from kraftform.cli.spec_commands import DEFAULT_SPECS
+from kraftform.cluster.connection import Connection, read_connection
 from kraftform.declared import load_specs
 from kraftform.errors import UsageError
-from kraftform.kafka.connect import Connection, read_connection
 from kraftform.spark.manifest import JobManifest, read_manifest
 from kraftform.spark.settings import JobSettings, job_settings
 from kraftform.specset.model import ConsumerSpec, SpecSet
@@ -116,7 +116,7 @@ def _as_consumer(cluster: Connection, specs: SpecSet, consumer: ConsumerSpec) ->
     own = cluster.username == user.name and cluster.password is not None
     password = cluster.password if own and cluster.password is not None else require_password(
         user, passwords((user,)))
-    return Connection(cluster.bootstrap, "SASL_SSL", user.mechanism, user.name, password, cluster.ca_path)
+    return Connection.scram(cluster.bootstrap, user.name, password, user.mechanism, cluster.ca_path)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -156,8 +156,8 @@ def _job(args: argparse.Namespace) -> tuple[ConsumerSpec, JobSettings, Connectio
     if cluster.username != consumer.user or cluster.password is None:
         raise UsageError(f"with --job, --command-config must be consumer {consumer.name!r}'s own login "
                          f"(user {consumer.user!r} with its password)")
-    connection = Connection(cluster.bootstrap, "SASL_SSL", manifest.mechanism, consumer.user, cluster.password,
-                            cluster.ca_path)
+    connection = Connection.scram(cluster.bootstrap, consumer.user, cluster.password, manifest.mechanism,
+                                  cluster.ca_path)
     return consumer, manifest.settings, connection, args.allow_destructive or manifest.reset_allowed
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from kraftform.cli.spec_commands import DEFAULT_SPECS
+from kraftform.cluster.connection import Connection, read_connection
 from kraftform.declared import load_specs
 from kraftform.errors import UsageError
 from kraftform.kafka.apply import ApplyOptions
-from kraftform.kafka.connect import Connection, read_connection
 from kraftform.kafka.reconcile import LivePlan, apply_cluster, plan_cluster
 from kraftform.plan.render import RENDERERS, render_text, summary
 from kraftform.specset.model import Security, SpecSet

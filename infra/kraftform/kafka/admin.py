@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ClusterMetadata
 
+from kraftform.cluster.connection import Connection
 from kraftform.errors import (
     AuthenticationFailed,
     AuthorizationDenied,
@@ -26,7 +27,6 @@ from kraftform.errors import (
     KafkaRequestFailed,
     KraftformError,
 )
-from kraftform.kafka.connect import Connection
 
 TIMEOUT = 30.0
 #: How often a wait looks at what librdkafka reported.

@@ -41,6 +41,7 @@ from confluent_kafka.admin import (
 )
 from confluent_kafka.cimpl import NewTopic
 
+from kraftform.cluster.connection import Connection
 from kraftform.errors import (
     InternalError,
     KafkaRequestFailed,
@@ -49,7 +50,6 @@ from kraftform.errors import (
     UsageError,
 )
 from kraftform.kafka.admin import Admin, batches, classify, kafka_python_admin
-from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import require_passwords
 from kraftform.kafka.observe import PATTERN_TYPES, RESOURCE_TYPES
 from kraftform.kafka.quotas import alter_quotas

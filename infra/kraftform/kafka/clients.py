@@ -12,6 +12,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
+from kraftform.cluster.connection import Connection
 from kraftform.errors import (
     AuthenticationFailed,
     AuthorizationDenied,
@@ -20,7 +21,6 @@ from kraftform.errors import (
     UsageError,
 )
 from kraftform.kafka.admin import Admin, decisive_cause, is_auth_error
-from kraftform.kafka.connect import Connection
 
 PREFLIGHT_S = 10.0
 ROUND_S = 0.2

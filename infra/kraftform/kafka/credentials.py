@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from kraftform.cluster.connection import Connection
 from kraftform.errors import KraftformError, UsageError
 from kraftform.kafka.admin import Admin, is_auth_error
-from kraftform.kafka.connect import Connection
 from kraftform.plan.state import ClusterState
 from kraftform.specset.model import SecretRef, UserSpec
 

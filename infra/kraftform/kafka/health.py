@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from kraftform.cluster.connection import Connection
 from kraftform.errors import ClusterUnhealthy, ConnectionFailed, KraftformError
 from kraftform.waiting import NotYet, poll
 
@@ -34,9 +35,9 @@ class ClusterHealth:
         return self.offline == 0 and self.under_replicated == 0
 
 
-def describe_health(conf: Mapping[str, str], timeout: float = 10.0) -> ClusterHealth:
+def describe_health(connection: Connection, timeout: float = 10.0) -> ClusterHealth:
     """Brokers, the active controller and partition health, from one metadata read."""
-    admin = AdminClient(dict(conf))
+    admin = AdminClient(connection.librdkafka())
     cluster = admin.describe_cluster(request_timeout=timeout).result(timeout=timeout)
     metadata = admin.list_topics(timeout=timeout)
     under = offline = 0
@@ -59,10 +60,11 @@ def _ensure_health_topic(admin: AdminClient, replication: int, timeout: float) -
             raise
 
 
-def round_trip(conf: Mapping[str, str], replication: int, timeout: float = 30.0) -> float:
+def round_trip(connection: Connection, replication: int, timeout: float = 30.0) -> float:
     """Produce one record with acks=all and read it back; returns the seconds it took."""
     started = time.monotonic()
-    _ensure_health_topic(AdminClient(dict(conf)), replication, timeout)
+    conf = connection.librdkafka()
+    _ensure_health_topic(AdminClient(conf), replication, timeout)
     marker = uuid.uuid4().hex.encode()
     producer = Producer({**conf, "acks": "all", "enable.idempotence": "true"})
     delivered: list[object] = []
@@ -87,14 +89,14 @@ def round_trip(conf: Mapping[str, str], replication: int, timeout: float = 30.0)
     raise ClusterUnhealthy(f"health check: the record produced to {HEALTH_TOPIC} was not read back")
 
 
-def poll_health(conf: Mapping[str, str], until: Callable[[ClusterHealth], bool],
+def poll_health(connection: Connection, until: Callable[[ClusterHealth], bool],
                 timeout: float = 120.0) -> ClusterHealth:
     """Describe the cluster until `until` holds; a request that lands on a dead broker is retried.
     Returns the last description (the caller asserts on it) or raises if none ever succeeded."""
     seen: list[ClusterHealth] = []
 
     def attempt() -> ClusterHealth:
-        seen.append(describe_health(conf, timeout=5.0))
+        seen.append(describe_health(connection, timeout=5.0))
         if not until(seen[-1]):
             raise NotYet(str(seen[-1]))
         return seen[-1]
@@ -108,16 +110,15 @@ def poll_health(conf: Mapping[str, str], until: Callable[[ClusterHealth], bool],
         return seen[-1]
 
 
-def wait_healthy(conf: Mapping[str, str], expected_brokers: int, timeout: float = 180.0) -> ClusterHealth:
+def wait_healthy(connection: Connection, expected_brokers: int, timeout: float = 180.0) -> ClusterHealth:
     """Poll until every broker is registered and a round trip succeeds, or raise with the last error."""
-    quiet = {**conf, "log_level": "0"}
 
     def attempt() -> ClusterHealth:
-        health = describe_health(quiet, timeout=5.0)
+        health = describe_health(connection, timeout=5.0)
         if len(health.brokers) < expected_brokers:
             raise NotYet(f"{len(health.brokers)} of {expected_brokers} brokers registered")
-        round_trip(quiet, min(3, expected_brokers), timeout=20.0)
-        return describe_health(quiet, timeout=5.0)
+        round_trip(connection, min(3, expected_brokers), timeout=20.0)
+        return describe_health(connection, timeout=5.0)
 
     return poll(f"a healthy cluster ({expected_brokers} brokers, a record written and read back)", timeout,
                 attempt, interval=1.0, retry_on=(KafkaException, KraftformError, TimeoutError))

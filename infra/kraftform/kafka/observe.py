@@ -28,8 +28,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from kraftform.cluster.connection import Connection
 from kraftform.kafka.admin import TIMEOUT, Admin, Requests, batches, kafka_python_admin
-from kraftform.kafka.connect import Connection
 from kraftform.kafka.quotas import describe_quotas
 from kraftform.plan.state import ClusterState, TopicState, UserState
 from kraftform.specset.model import AclBinding

@@ -7,10 +7,10 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kraftform.cluster.connection import Connection
 from kraftform.errors import ClusterUnhealthy
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import Applier, ApplyOptions, Progress, check_applicable
-from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import check_passwords, missing_password, passwords
 from kraftform.kafka.observe import Observation, observe
 from kraftform.plan.changes import Action, Change, Kind, Plan

@@ -15,6 +15,7 @@ from typing import Any, Literal, cast
 import pulumi
 import pulumi_docker as docker
 
+from kraftform.cluster.connection import SASL_SSL, Connection
 from kraftform.cluster.containers import LABEL_CLUSTER, LOCAL_IMAGE, OFFICIAL_IMAGE, in_containers, network_bootstrap
 from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
@@ -139,12 +140,12 @@ def user_passwords(users: Sequence[UserSpec]) -> dict[str, pulumi.Output[str]]:
     return found
 
 
-def admin_connection(connection: dict[str, Any]) -> dict[str, str]:
+def admin_connection(props: dict[str, Any]) -> dict[str, str]:
     """The stack's admin login as an output (secret): what `kraftform stack client-files` turns into the
     admin.properties, admin.librdkafka.conf and ca.pem that `kraftform plan`, kcat and Kafka's tools read."""
-    return {"bootstrapServers": connection["bootstrap"], "securityProtocol": connection["protocol"],
-            "saslMechanism": connection["mechanism"], "username": connection["username"],
-            "password": connection["password"]}
+    c = Connection.from_props(props)
+    return {"bootstrapServers": c.bootstrap, "securityProtocol": c.protocol, "saslMechanism": c.mechanism or "",
+            "username": c.username or "", "password": c.password or ""}
 
 
 @dataclass(frozen=True)
@@ -211,17 +212,17 @@ def build(cfg: StackConfig) -> Stack:
         depends = list(cluster.containers)
         connection: pulumi.Input[dict[str, Any]] = pulumi.Output.all(
             cluster.bootstrap_servers, cluster.admin_password, cluster.ca_certificate).apply(
-            lambda v: {"bootstrap": v[0], "protocol": "SASL_SSL", "mechanism": security.sasl_mechanism,
-                       "username": security.admin_user, "password": v[1], "ca_pem": v[2]})
+            lambda v: Connection.scram(v[0], security.admin_user, v[1], security.sasl_mechanism, None).props(
+                ca_pem=v[2]))
         bootstrap: pulumi.Input[str] = cluster.bootstrap_servers
         ca: pulumi.Input[str] = cluster.ca_certificate
     else:
         if not (cfg.bootstrap and cfg.username and cfg.password is not None):
             raise pulumi.RunError("external mode needs kraftform:bootstrapServers, kraftform:username and "
                                   "kraftform:password (pulumi config set --secret kraftform:password ...)")
-        connection = pulumi.Output.all(cfg.password).apply(lambda v: {
-            "bootstrap": cfg.bootstrap, "protocol": "SASL_SSL", "mechanism": security.sasl_mechanism,
-            "username": cfg.username, "password": v[0], "ca_path": cfg.ca_path})
+        username, address = cfg.username, cfg.bootstrap
+        connection = pulumi.Output.all(cfg.password).apply(lambda v: Connection(
+            address, SASL_SSL, security.sasl_mechanism, username, v[0], cfg.ca_path).props())
         bootstrap = cfg.bootstrap
         if cfg.ca_path and not Path(cfg.ca_path).is_file():
             raise pulumi.RunError(f"kraftform:caPath: {cfg.ca_path} is not a file (the PEM CA of the cluster)")
@@ -246,7 +247,7 @@ def build(cfg: StackConfig) -> Stack:
 
     def per_profile(values: list[Any]) -> dict[str, dict[str, dict[str, str]]]:
         """Each profile's producer and consumer settings with the connection (users add their own login)."""
-        base = {"bootstrap.servers": values[0]["bootstrap"], "security.protocol": "SASL_SSL",
+        base = {"bootstrap.servers": values[0]["bootstrap"], "security.protocol": SASL_SSL,
                 "sasl.mechanism": security.sasl_mechanism}
         return {name: {"producer": {**base, **profile.producer}, "consumer": {**base, **profile.consumer}}
                 for name, profile in sorted(specs.profiles.items())}

@@ -30,6 +30,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
+from kraftform.cluster.connection import Connection
 from kraftform.errors import (
     AuthenticationFailed,
     AuthorizationDenied,
@@ -40,7 +41,6 @@ from kraftform.errors import (
 )
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import ApplyOptions
-from kraftform.kafka.connect import Connection
 from kraftform.kafka.credentials import check_passwords
 from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
@@ -73,14 +73,13 @@ def connection_of(props: dict[str, Any]) -> Iterator[Connection]:
     `ca_path` (an existing cluster's CA) is used as is."""
     c = props["connection"]
     with contextlib.ExitStack() as cleanup:
-        ca_path = c.get("ca_path")
+        ca_path = None
         if c.get("ca_pem"):
             fd, ca_path = tempfile.mkstemp(prefix="kraftform-ca-", suffix=".pem")
             cleanup.callback(os.unlink, ca_path)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(c["ca_pem"])
-        yield Connection(c["bootstrap"], c.get("protocol", "SASL_SSL"), c.get("mechanism"), c.get("username"),
-                         c.get("password"), ca_path)
+        yield Connection.from_props(c, ca_path)
 
 
 def until_answering(connection: Connection, what: str, attempt: Callable[[], T]) -> T:

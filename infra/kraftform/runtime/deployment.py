@@ -13,7 +13,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kraftform.cluster.clientconfig import ClientAuth, java_properties, librdkafka_conf, read_client_config
+from kraftform.cluster.connection import Connection, read_connection
 from kraftform.errors import UsageError
 
 STATE_FILE = "cluster.json"
@@ -86,19 +86,19 @@ def load_existing(state_dir: Path, runtime: str, cluster_name: str) -> Deploymen
 
 
 def write_client_files(state_dir: Path, bootstrap: str, username: str, password: str, mechanism: str,
-                       ca_pem: str) -> ClientAuth:
+                       ca_pem: str) -> Connection:
     state_dir.mkdir(parents=True, exist_ok=True)
     ca_path = state_dir / "ca.pem"
     ca_path.write_text(ca_pem)
-    auth = ClientAuth(bootstrap, username, password, mechanism, str(ca_path.resolve()))
-    write_private(state_dir / "admin.properties", java_properties(auth))
-    write_private(state_dir / "admin.librdkafka.conf", librdkafka_conf(auth))
+    auth = Connection.scram(bootstrap, username, password, mechanism, str(ca_path.resolve()))
+    write_private(state_dir / "admin.properties", auth.java_properties())
+    write_private(state_dir / "admin.librdkafka.conf", auth.librdkafka_conf())
     return auth
 
 
-def admin_config(state_dir: Path) -> dict[str, str]:
-    """The librdkafka admin config of a running cluster, for confluent-kafka."""
+def admin_config(state_dir: Path) -> Connection:
+    """The admin login of a running cluster, from the client files `cluster up` wrote."""
     path = state_dir / "admin.librdkafka.conf"
     if not path.is_file():
         raise UsageError(f"{state_dir}: no admin.librdkafka.conf; is the cluster up?")
-    return read_client_config(str(path))
+    return read_connection(path)

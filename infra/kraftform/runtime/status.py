@@ -60,11 +60,11 @@ def cluster_status(deployment: Deployment, state_dir: Path) -> ClusterStatus:
     """The cluster's health; an unreachable cluster or a refused login is an error naming the cause (it was a
     Python traceback after a 10 s timeout)."""
     from kraftform.kafka.admin import Admin
-    from kraftform.kafka.connect import read_connection
 
-    Admin(read_connection(state_dir / "admin.librdkafka.conf")).metadata(timeout=10.0)
+    connection = admin_config(state_dir)
+    Admin(connection).metadata(timeout=10.0)
     try:
-        health = describe_health({**admin_config(state_dir), "log_level": "0"})
+        health = describe_health(connection)
     except (KafkaException, TimeoutError) as exc:
         raise ConnectionFailed(f"cannot read the health of the cluster at {deployment.bootstrap}: {exc}") from None
     return ClusterStatus(health, quorum_status(deployment, state_dir), deployment.brokers)

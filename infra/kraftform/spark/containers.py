@@ -14,7 +14,7 @@ on a named volume that outlives the container, so a redeployed consumer continue
 
 from __future__ import annotations
 
-from kraftform.cluster.clientconfig import ClientAuth, java_properties
+from kraftform.cluster.connection import Connection
 from kraftform.cluster.containers import LABEL_CLUSTER, ContainerFile, ContainerSpec, Healthcheck
 from kraftform.specset.model import ConsumerSpec, SparkSpec
 
@@ -64,8 +64,8 @@ def consumer_container(consumer: ConsumerSpec, cluster: str, job: str, bootstrap
     `bootstrap`, the brokers' in-network listener. `job` is the consumer's manifest (`spark.manifest`): the
     container holds nothing else of the specs, so an edit elsewhere leaves it untouched."""
     name = container_name(cluster, consumer.name)
-    client = java_properties(ClientAuth(bootstrap, consumer.user, password, mechanism, CA_FILE),
-                             f"consumer {consumer.name}: its own login, over the brokers' in-network listener")
+    client = Connection.scram(bootstrap, consumer.user, password, mechanism, CA_FILE).java_properties(
+        f"consumer {consumer.name}: its own login, over the brokers' in-network listener")
     files = (
         ContainerFile(JOB_FILE, job),
         ContainerFile(CA_FILE, ca_pem),

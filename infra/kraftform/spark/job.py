@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kraftform.cluster.clientconfig import jaas_login
+from kraftform.cluster.connection import SASL_SSL, Connection
 from kraftform.errors import KraftformError, UsageError
-from kraftform.kafka.connect import Connection
 from kraftform.spark.checkpoint import CheckpointMeta
 from kraftform.spark.query import INPUT_VIEW, METADATA_COLUMNS
 from kraftform.spark.settings import JobSettings
@@ -36,15 +35,9 @@ def kafka_client_options(connection: Connection) -> dict[str, str]:
     """The `kafka.*` options that log the Spark source and sink in as the consumer's user over SASL_SSL, with
     the cluster's CA as a PEM truststore. They hold the password: never print them (the session's redaction
     settings keep them out of plans, logs and the UI)."""
-    if connection.protocol != "SASL_SSL" or not connection.username or connection.password is None:
+    if connection.protocol != SASL_SSL or not connection.logs_in:
         raise UsageError("a consumer logs in over SASL_SSL with its own SCRAM user")
-    options = {"kafka.bootstrap.servers": connection.bootstrap, "kafka.security.protocol": "SASL_SSL",
-               "kafka.sasl.mechanism": connection.mechanism or "SCRAM-SHA-512",
-               "kafka.sasl.jaas.config": jaas_login(connection.mechanism or "SCRAM-SHA-512", connection.username,
-                                                    connection.password)}
-    if connection.ca_path:
-        options.update({"kafka.ssl.truststore.type": "PEM", "kafka.ssl.truststore.location": connection.ca_path})
-    return options
+    return connection.spark_options()
 
 
 def spark_session(settings: JobSettings, work_dir: Path) -> Any:

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kraftform.cluster.connection import Connection
 from kraftform.kafka.clients import check_read_access
-from kraftform.kafka.connect import Connection
 from kraftform.spark.checkpoint import prepare
 from kraftform.spark.job import (
     explain_failure,

@@ -25,8 +25,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from kraftform.cluster.connection import Connection
 from kraftform.errors import AuthorizationDenied, KafkaRequestFailed
-from kraftform.kafka.connect import Connection
 
 #: Producer settings of a profile that librdkafka understands as the Java client does.
 _PRODUCER_KEYS = ("linger.ms", "batch.size", "compression.type", "retries")

@@ -24,9 +24,9 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
+from kraftform.cluster.connection import read_connection
 from kraftform.declared import load_specs
 from kraftform.errors import ConnectionFailed, KraftformError, UsageError
-from kraftform.kafka.connect import read_connection
 from kraftform.runtime import get_runtime, runtime_of
 from kraftform.runtime.deployment import load
 from kraftform.specset.loader import load_documents

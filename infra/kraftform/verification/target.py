@@ -19,11 +19,10 @@ from typing import IO
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kraftform.cluster.clientconfig import jaas_login
 from kraftform.cluster.config import properties_text
+from kraftform.cluster.connection import Connection
 from kraftform.cluster.render import TOOL_JAVA_OPTIONS
 from kraftform.errors import KafkaRequestFailed
-from kraftform.kafka.connect import Connection
 from kraftform.runtime import Runtime
 from kraftform.runtime.deployment import write_private
 from kraftform.runtime.tools import kafka_tool_command
@@ -33,17 +32,6 @@ from kraftform.waiting import NotYet, poll
 #: Every topic a verify run makes starts with this; `kraftform.*` is never in a spec's managed scope, so
 #: plans of the user's specs never see them.
 TOPIC_PREFIX = "kraftform.verify."
-
-
-def java_client_settings(connection: Connection) -> dict[str, str]:
-    """The Java client's settings for a connection (the Kafka tools read these)."""
-    props = {"bootstrap.servers": connection.bootstrap, "security.protocol": connection.protocol}
-    if connection.mechanism and connection.username is not None and connection.password is not None:
-        props["sasl.mechanism"] = connection.mechanism
-        props["sasl.jaas.config"] = jaas_login(connection.mechanism, connection.username, connection.password)
-    if connection.ca_path:
-        props.update({"ssl.truststore.type": "PEM", "ssl.truststore.location": connection.ca_path})
-    return props
 
 
 @dataclass
@@ -75,7 +63,7 @@ class Target:
         the connection; owner-only, as it holds the password."""
         kept = {k: v for k, v in settings.items() if k not in leave_out}
         path = self.workdir / "configs" / f"{name}.properties"
-        write_private(path, properties_text({**kept, **java_client_settings(self.connection)},
+        write_private(path, properties_text({**kept, **self.connection.java()},
                                             f"kraftform verify: {name}"))
         return path
 

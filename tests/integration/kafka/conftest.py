@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
+from kraftform.cluster.connection import Connection, read_connection
 from kraftform.declared import load_specs
 from kraftform.kafka.apply import ApplyOptions
-from kraftform.kafka.connect import Connection, read_connection
 from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import LivePlan, apply_cluster, plan_cluster
 from kraftform.plan.state import ClusterState

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from kraftform.cluster.connection import read_connection
 from kraftform.errors import KafkaRequestFailed
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import Applier, ApplyOptions
-from kraftform.kafka.connect import read_connection
 from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
 from kraftform.plan.changes import Action, Kind

@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka.cimpl import NewTopic
 
-from kraftform.cluster.clientconfig import read_client_config
 from kraftform.cluster.config import properties_text
+from kraftform.cluster.connection import read_client_config, read_connection
 from kraftform.declared import load_specs
 from kraftform.errors import AuthenticationFailed, AuthorizationDenied, ConnectionFailed, KraftformError
 from kraftform.kafka.admin import Admin
-from kraftform.kafka.connect import read_connection
 from kraftform.plan.export import password_env
 
 from ...conftest import EXAMPLE_SPECS

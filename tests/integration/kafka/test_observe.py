@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka.cimpl import NewTopic
 
+from kraftform.cluster.connection import read_connection
 from kraftform.kafka.admin import Admin
-from kraftform.kafka.connect import read_connection
 from kraftform.kafka.observe import observe
 
 from ..conftest import LiveCluster, unique

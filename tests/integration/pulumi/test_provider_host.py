@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from pulumi.runtime import proto
 
+from kraftform.cluster.connection import read_connection
 from kraftform.declared import load_specs
-from kraftform.kafka.connect import read_connection
 from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
 from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs

@@ -10,8 +10,8 @@ import dill
 import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 
+from kraftform.cluster.connection import read_connection
 from kraftform.errors import AuthenticationFailed
-from kraftform.kafka.connect import read_connection
 from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
 from kraftform.pulumi.providers import LOGIN_GRACE_S, AccessProvider, TopicProvider

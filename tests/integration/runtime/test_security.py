@@ -36,10 +36,10 @@ def _metadata_error(conf: dict[str, Any]) -> str:
 
 
 def test_admin_over_sasl_ssl_sees_every_broker_and_round_trips(cluster: LiveCluster) -> None:
-    health = describe_health(cluster.admin)
+    health = describe_health(cluster.connection)
     assert health.brokers == (1, 2, 3)
     assert cluster.admin["security.protocol"] == "SASL_SSL"
-    assert round_trip(cluster.admin, 3) < 30
+    assert round_trip(cluster.connection, 3) < 30
 
 
 def test_plaintext_connection_fails(cluster: LiveCluster) -> None:
@@ -136,12 +136,12 @@ def test_killed_broker_rejoins_and_under_replication_clears(cluster: LiveCluster
     victim = f"{cluster.spec.name}-broker-1"
     cluster.runtime.kill_node(victim)  # SIGKILL: no controlled shutdown
     try:
-        during = poll_health(cluster.admin, lambda h: h.under_replicated > 0 and 2 not in h.brokers, 90)
+        during = poll_health(cluster.connection, lambda h: h.under_replicated > 0 and 2 not in h.brokers, 90)
         assert during.under_replicated > 0 and 2 not in during.brokers
-        round_trip(cluster.admin, 3)  # two of three replicas in sync: acks=all writes still succeed
+        round_trip(cluster.connection, 3)  # two of three replicas in sync: acks=all writes still succeed
     finally:
         cluster.runtime.start_node(victim)
-    after = poll_health(cluster.admin, lambda h: h.ok and h.brokers == (1, 2, 3), 180)
+    after = poll_health(cluster.connection, lambda h: h.ok and h.brokers == (1, 2, 3), 180)
     assert after.brokers == (1, 2, 3) and after.under_replicated == 0 and after.offline == 0
 
 

@@ -23,8 +23,8 @@ import pytest
 import yaml
 from confluent_kafka import Consumer
 
+from kraftform.cluster.connection import Connection
 from kraftform.kafka.clients import produce_paced
-from kraftform.kafka.connect import Connection
 from kraftform.spark.checkpoint import prepare
 from kraftform.spark.job import placement, run_until_stopped, spark_session, start_query
 from kraftform.spark.settings import job_settings

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from kraftform.cli import main
+from kraftform.cluster.connection import read_connection
 from kraftform.declared import load_specs
-from kraftform.kafka.connect import read_connection
 from kraftform.plan.export import password_env
 
 from ...conftest import EXAMPLE_SPECS, REPO

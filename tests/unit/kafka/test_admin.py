@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from kraftform.cluster.connection import Connection
 from kraftform.errors import ConnectionFailed
 from kraftform.kafka.admin import Admin, batches
-from kraftform.kafka.connect import Connection
 
 
 def closed_port() -> int:

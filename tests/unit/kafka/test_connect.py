@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kraftform.cluster.clientconfig import ClientAuth, java_properties
+from kraftform.cluster.connection import Connection, parse_connection, read_connection
 from kraftform.errors import UsageError
-from kraftform.kafka.connect import parse_connection, read_connection
 
 
 def write(path: Path, text: str) -> Path:
@@ -90,8 +89,8 @@ ssl.truststore.location={ca}
 @given(password=st.text(min_size=1, max_size=40).filter(lambda p: "\x00" not in p))
 def test_any_password_survives_the_client_files_kraftform_writes(password: str) -> None:
     """Written as Java properties (JAAS quoted, Properties-escaped) and read back, byte for byte."""
-    auth = ClientAuth("h:9092", "admin", password, "SCRAM-SHA-512", __file__)
+    auth = Connection.scram("h:9092", "admin", password, "SCRAM-SHA-512", __file__)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "admin.properties"
-        path.write_text(java_properties(auth), encoding="utf-8")
+        path.write_text(auth.java_properties(), encoding="utf-8")
         assert read_connection(path).password == password

@@ -26,7 +26,7 @@ def test_client_files_holding_the_password_are_private(tmp_path: Path) -> None:
     for name in ("admin.properties", "admin.librdkafka.conf"):
         path = tmp_path / "s" / name
         assert stat.S_IMODE(path.stat().st_mode) == 0o600 and "pw-123" in path.read_text()
-    assert dep.admin_config(tmp_path / "s")["sasl.password"] == "pw-123"
+    assert dep.admin_config(tmp_path / "s").password == "pw-123"
     assert auth.ca_path == str((tmp_path / "s" / "ca.pem").resolve())
 
 

@@ -16,7 +16,7 @@ micro-batch in its new container.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import pulumi
@@ -125,6 +125,29 @@ class ConsumerReady(pulumi.dynamic.Resource):
                                                           "timeout_s": timeout_s}, opts)
 
 
+@dataclass(frozen=True)
+class SparkConsumerArgs:
+    """What one consumer's container is made of."""
+
+    #: The consumer's job (`spark.manifest`), without a reset permission: its state guard adds that.
+    manifest: JobManifest
+    #: The specs' cluster name: the container, its volume and the standalone master are named after it.
+    cluster: str
+    #: The brokers' in-network listener (docker mode) or the existing cluster's address (external mode).
+    bootstrap: str
+    #: The consumer's own SCRAM password (a secret).
+    password: pulumi.Input[str]
+    ca_pem: pulumi.Input[str]
+    network: pulumi.Input[str]
+    image: docker.RemoteImage
+    #: The consumers' shared volume (checkpoints, Parquet output, event logs).
+    volume: docker.Volume
+    #: What it uses and so waits for: the topics, its principal's access, the Spark cluster it is submitted to.
+    after: Sequence[pulumi.Resource] = ()
+    #: `kraftform:allowStateReset` names it.
+    allow_reset: bool = False
+
+
 class SparkConsumer(pulumi.ComponentResource):
     """One consumer's container, its state guard and the wait for its job; outputs the container and volume.
 
@@ -134,31 +157,29 @@ class SparkConsumer(pulumi.ComponentResource):
     container_name: pulumi.Output[str]
     volume_name: pulumi.Output[str]
 
-    def __init__(self, name: str, manifest: JobManifest, cluster: str, bootstrap: str, password: pulumi.Input[str],
-                 ca_pem: pulumi.Input[str], network: pulumi.Input[str], image: docker.RemoteImage,
-                 volume: docker.Volume, after: Sequence[pulumi.Resource] = (), allow_reset: bool = False,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
-        consumer = manifest.consumer
+    def __init__(self, name: str, args: SparkConsumerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        manifest, consumer = args.manifest, args.manifest.consumer
         super().__init__("kraftform:index:SparkConsumer", name, {"consumer": consumer.name}, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.state = ConsumerState(f"{name}-state", state_inputs(manifest, allow_reset), child)
+        self.state = ConsumerState(f"{name}-state", state_inputs(manifest, args.allow_reset), child)
 
         def describe(v: list[Any]) -> ContainerSpec:
             job = manifest_text(replace(manifest, reset_to=v[4] or ""))
-            return consumer_container(consumer, cluster, job, bootstrap, manifest.mechanism, v[0], v[1], v[2], v[3])
+            return consumer_container(consumer, args.cluster, job, args.bootstrap, manifest.mechanism, v[0], v[1],
+                                      v[2], v[3])
 
         # Rendered with the password, so the whole spec would be secret; only its uploads are (made secret in
         # container_resource). Name, command, volume and health check stay readable in a preview.
-        spec = pulumi.Output.unsecret(pulumi.Output.all(password, ca_pem, network, image.name,
+        spec = pulumi.Output.unsecret(pulumi.Output.all(args.password, args.ca_pem, args.network, args.image.name,
                                                         self.state.reset_to).apply(describe))
         # After its state guard, its topics and its principal's access (`after`): it logs in and reads as soon
         # as it starts. Not waited for by pulumi-docker: ConsumerReady waits and says why a job failed.
-        self.container = container_resource(f"{name}-consumer", spec, image.image_id, network, volume, self,
-                                            wait_timeout=None, after=[self.state, *after])
+        self.container = container_resource(f"{name}-consumer", spec, args.image.image_id, args.network, args.volume,
+                                            self, wait_timeout=None, after=[self.state, *args.after])
         self.ready = ConsumerReady(f"{name}-ready", consumer.name, self.container, WAIT_S, child)
         self.container_name = self.container.name
-        self.volume_name = volume.name
-        self.register_outputs({"container": self.container.name, "volume": volume.name})
+        self.volume_name = args.volume.name
+        self.register_outputs({"container": self.container.name, "volume": args.volume.name})
 
 
 class SparkCluster(pulumi.ComponentResource):

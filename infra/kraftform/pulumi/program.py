@@ -23,7 +23,7 @@ from kraftform.errors import KraftformError, SpecError
 from kraftform.kafka.credentials import missing_password, passwords
 from kraftform.plan.live import declared_principals
 from kraftform.pulumi.cluster import KafkaCluster
-from kraftform.pulumi.consumers import SparkCluster, SparkConsumer
+from kraftform.pulumi.consumers import SparkCluster, SparkConsumer, SparkConsumerArgs
 from kraftform.pulumi.policy import SPECS_TYPE
 from kraftform.pulumi.providers import Access, access_props
 from kraftform.pulumi.topics import Topics
@@ -193,8 +193,9 @@ def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None, ca
         # Only what this consumer uses: the topics resource (its topics exist), its principal's access, and the
         # Spark cluster it is submitted to.
         after = [kafka["topics"], *([kafka[f"User:{c.user}"]] if f"User:{c.user}" in kafka else []), *spark]
-        made[c.name] = SparkConsumer(c.name, consumer_manifest(c, specs), spec.name, bootstrap, secrets[c.user],
-                                     ca_pem, network, image, volume, after, cfg.allows_reset(c.name), options)
+        made[c.name] = SparkConsumer(c.name, SparkConsumerArgs(
+            consumer_manifest(c, specs), spec.name, bootstrap, secrets[c.user], ca_pem, network, image, volume, after,
+            cfg.allows_reset(c.name)), options)
     return made
 
 

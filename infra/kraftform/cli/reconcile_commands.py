@@ -88,9 +88,18 @@ def cmd_apply(args: argparse.Namespace) -> int:
             print("Nothing applied.")
             return 1
     options = ApplyOptions(allow_destructive=args.allow_destructive, throttle_bytes_per_s=throttle)
-    apply_cluster(connection, specs, live, options, _progress)
-    print(f"Applied {summary(live.plan)}; the cluster now matches the specs.")
-    return 0
+    after = apply_cluster(connection, specs, live, options, _progress)
+    node_work = after.plan.node_work
+    if not node_work:
+        print(f"Applied {summary(live.plan)}; the cluster now matches the specs.")
+        return 0
+    applied = live.plan.without_node_work()
+    print((f"Applied {summary(applied)}. " if applied.changes else "") +
+          f"The cluster's nodes still differ from the specs: {len(node_work)} change(s) of node work, which "
+          f"kraftform cannot do through the Admin protocol (--command-config):")
+    for change in node_work:
+        print(f"  {change.action} {change.kind} {change.resource} {change.key}: {change.current} -> {change.desired}")
+    return 2
 
 
 def cmd_import(args: argparse.Namespace) -> int:

@@ -107,7 +107,7 @@ def check_applicable(plan: Plan, declared_users: Iterable[model.UserSpec], passw
     if plan.refused:
         raise PlanRefusedError("the plan has refused changes; nothing was applied:\n" + "\n".join(
             f"  {c.kind} {c.resource}: {c.reason}" for c in plan.refused))
-    destructive = plan.by_safety(Safety.DESTRUCTIVE)
+    destructive = plan.without_node_work().by_safety(Safety.DESTRUCTIVE)  # node work is never applied here
     if destructive and not options.allow_destructive:
         shown = [f"  {c.action} {c.kind} {c.resource}{' ' + c.key if c.key else ''}: {c.reason}"
                  for c in destructive[:20]]

@@ -75,25 +75,28 @@ def plan_cluster(connection: Connection, declared: SpecSet | Desired, found: Map
 
 def apply_cluster(connection: Connection, declared: SpecSet | Desired, live: LivePlan, options: ApplyOptions,
                   progress: Progress, settle_s: float | None = None, admin: Admin | None = None) -> LivePlan:
-    """Apply `live.plan` and observe again until the plan is empty; returns the final (empty) plan."""
+    """Apply `live.plan` and observe again until what the Admin protocol can do of it is done; returns the final
+    plan, empty unless it holds node work (`Plan.node_work`: the cluster's own nodes differ from the specs), which
+    is never done here and is the caller's to report."""
     wanted = desired_of(declared) if isinstance(declared, SpecSet) else declared
     check_applicable(live.plan, wanted.users, live.passwords, options)
     applier = Applier(connection, live.passwords, options, progress, admin)
-    applier.run(live.plan)
+    work = live.plan.without_node_work()
+    applier.run(work)
     if settle_s is None:
-        settle_s = min(SETTLE_MAX_S, SETTLE_S + SETTLE_PER_CHANGE_S * len(live.plan.changes))
+        settle_s = min(SETTLE_MAX_S, SETTLE_S + SETTLE_PER_CHANGE_S * len(work.changes))
     started = sent = time.monotonic()
     seen: list[LivePlan] = []
 
     def reported() -> LivePlan:
         nonlocal sent
         seen.append(plan_cluster(connection, wanted, live.passwords, admin))
-        remaining = len(seen[-1].plan.changes)
+        remaining = len(seen[-1].plan.without_node_work().changes)
         if remaining:
             if len(seen) == 1:  # say once what the wait is for
                 progress(f"waiting up to {settle_s:.0f} s for the brokers to report {remaining} applied "
                          f"change(s) ...")
-            again = [c for c in seen[-1].plan.changes if resendable(c)]
+            again = [c for c in seen[-1].plan.without_node_work().changes if resendable(c)]
             if again and time.monotonic() - sent >= RESEND_AFTER_S:
                 progress(f"{len(again)} change(s) not reported after {time.monotonic() - sent:.0f} s: sending them "
                          f"again")

@@ -6,6 +6,7 @@ the same `Plan`; text, markdown and JSON are renderings of it, and `apply` accep
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -157,6 +158,14 @@ class Plan:
     @property
     def refused(self) -> tuple[Change, ...]:
         return tuple(c for c in self.changes if c.action is Action.REFUSE)
+
+    @property
+    def node_work(self) -> tuple[Change, ...]:
+        """Changes to the cluster's nodes (their count, racks): not Admin-protocol work."""
+        return tuple(c for c in self.changes if c.kind is Kind.CLUSTER)
+
+    def without_node_work(self) -> Plan:
+        return dataclasses.replace(self, changes=tuple(c for c in self.changes if c.kind is not Kind.CLUSTER))
 
     def to_dict(self) -> dict[str, Any]:
         return {"subject": self.subject,

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kraftform.cluster.connection import Connection, read_connection
+from kraftform.cluster.topology import Topology
 from kraftform.errors import UsageError
 
 STATE_FILE = "cluster.json"
@@ -71,6 +72,41 @@ def load(state_dir: Path) -> Deployment:
     data = json.loads(path.read_text())
     data["nodes"] = [NodeRecord(**n) for n in data["nodes"]]
     return Deployment(**data)
+
+
+def drift(deployment: Deployment, topo: Topology) -> list[str]:
+    """How the running cluster differs from what its specs now describe: nodes to add or remove, roles, heaps,
+    the Kafka version. Pure; empty when `cluster up` can simply start it again."""
+    running = {n.name: n for n in deployment.nodes}
+    wanted = {n.name: n for n in topo.nodes}
+    found = []
+    if deployment.kafka_version != topo.cluster.kafka_version:
+        found.append(f"kafka_version {deployment.kafka_version} -> {topo.cluster.kafka_version}")
+    added, removed = sorted(set(wanted) - set(running)), sorted(set(running) - set(wanted))
+    if added:
+        found.append(f"nodes to add: {', '.join(added)}")
+    if removed:
+        found.append(f"nodes to remove: {', '.join(removed)}")
+    for name in sorted(set(wanted) & set(running)):
+        now, then = running[name], wanted[name]
+        if sorted(now.roles) != sorted(then.roles):
+            found.append(f"{name}: roles {', '.join(now.roles)} -> {', '.join(then.roles)}")
+        if now.heap_bytes is not None and now.heap_bytes != then.heap_bytes:
+            found.append(f"{name}: heap {now.heap_bytes // 2**20} MiB -> {then.heap_bytes // 2**20} MiB")
+    return found
+
+
+def require_as_declared(state_dir: Path, deployment: Deployment, topo: Topology) -> None:
+    """`cluster up` on a running cluster that its specs no longer describe says so, never starting the old shape
+    and waiting for nodes nothing starts."""
+    differences = drift(deployment, topo)
+    if differences:
+        raise UsageError(
+            f"the cluster in {state_dir} runs a shape its specs no longer describe: {'; '.join(differences)}. "
+            f"kraftform does not change a running cluster's nodes yet (adding brokers, rolling new settings and "
+            f"upgrades are to come): keep the cluster section as it runs, or replace the cluster (`kraftform "
+            f"cluster down --state-dir {state_dir} --purge`, which deletes its data, then `cluster up`). "
+            f"`kraftform plan` shows the broker difference against the running cluster")
 
 
 def load_existing(state_dir: Path, runtime: str, cluster_name: str) -> Deployment | None:

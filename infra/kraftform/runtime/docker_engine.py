@@ -63,6 +63,7 @@ class DockerRuntime:
         image = self.image or LOCAL_IMAGE
         deployment = dep.load_existing(self.state_dir, self.name, cluster.name)
         if deployment is not None:
+            dep.require_as_declared(self.state_dir, deployment, topo)
             for record in deployment.nodes:
                 client.containers.get(record.handle).start()
         else:
@@ -84,7 +85,7 @@ class DockerRuntime:
                                    cluster.security.sasl_mechanism, secrets.ca.cert_pem)
             deployment = dep.Deployment(
                 self.name, cluster.name, bootstrap, cluster.brokers, cluster.kafka_version,
-                [dep.NodeRecord(n.name, n.node_id, list(n.roles), n.name) for n in topo.nodes],
+                [dep.NodeRecord(n.name, n.node_id, list(n.roles), n.name, n.heap_bytes) for n in topo.nodes],
                 {"network": specs[0].network, "image": image})
             dep.save(self.state_dir, deployment)
         return wait_healthy(dep.admin_config(self.state_dir), cluster.brokers, timeout)

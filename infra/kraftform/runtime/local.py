@@ -108,6 +108,7 @@ class LocalRuntime:
         addr = local_addressing(topo, self.state_dir)
         deployment = dep.load_existing(self.state_dir, self.name, cluster.name)
         if deployment is not None:
+            dep.require_as_declared(self.state_dir, deployment, topo)
             for record in deployment.nodes:
                 if not self._alive(record):
                     record.handle = str(self._start(home, topo.node(record.name)))

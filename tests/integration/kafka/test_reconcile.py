@@ -330,3 +330,33 @@ def test_a_write_the_brokers_never_report_is_sent_again_before_the_deadline(work
     assert after.plan.empty and workspace.plan().plan.empty
     assert any(re.fullmatch(r"2 change\(s\) not reported after 1\d s: sending them again", line) for line in said), said
     assert time.monotonic() - started < SETTLE_S  # converged by sending again, not by running out the wait
+
+
+def test_a_cluster_section_the_running_cluster_contradicts_is_planned_and_reported_never_ignored(
+        workspace: Workspace) -> None:
+    """`brokers: 3 -> 4` on the running 3-broker cluster: `plan` once said "No changes". Now it is a change
+    (node work), `apply` does everything the Admin protocol can and exits 2 naming what it cannot, and
+    `cluster up` on the running cluster says how it differs instead of waiting for a broker nothing starts."""
+    topic = workspace.name("beside-node-work")
+    workspace.write(topics=[topic_spec(topic)])
+    cluster_file = workspace.root / "cluster.yaml"
+    cluster_file.write_text(cluster_file.read_text().replace("brokers: 3", "brokers: 4"))
+    plan = workspace.cli("plan")
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    assert "brokers: 3 -> 4" in plan.stdout and "node work" in plan.stdout and f"create topic {topic}" in plan.stdout
+    applied = workspace.cli("apply", "--auto-approve")
+    assert applied.returncode == 2, applied.stdout + applied.stderr
+    assert "Applied 1 change (1 safe)." in applied.stdout, applied.stdout
+    assert "The cluster's nodes still differ from the specs: 1 change(s) of node work" in applied.stdout
+    assert "update cluster" in applied.stdout and "brokers: 3 -> 4" in applied.stdout
+    assert topic in workspace.observe().topics
+    again = workspace.cli("plan")
+    assert again.returncode == 2 and f"topic {topic}" not in again.stdout and "brokers: 3 -> 4" in again.stdout
+
+    started = time.monotonic()
+    up = subprocess.run([sys.executable, "-m", "kraftform", "cluster", "up", str(workspace.root), "--runtime",
+                         "local", "--state-dir", str(workspace.cluster.state_dir)], capture_output=True, text=True,
+                        check=False, timeout=300)
+    assert up.returncode == 1 and "Traceback" not in up.stderr, up.stdout + up.stderr
+    assert "runs a shape its specs no longer describe" in up.stderr and "nodes to add:" in up.stderr
+    assert time.monotonic() - started < 60

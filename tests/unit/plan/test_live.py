@@ -142,7 +142,30 @@ def test_more_replicas_than_brokers_and_fewer_partitions_are_refused(specs: Spec
     assert {(c.kind, c.action) for c in plan.refused} == {(Kind.REPLICATION, Action.REFUSE),
                                                          (Kind.PARTITIONS, Action.REFUSE)}
     assert any("needs 3 brokers; the cluster has 2" in c.reason for c in plan.refused)
-    assert any("the cluster has 2 brokers; the specs declare 3" in n for n in plan.notes)
+    # The declared broker count is a change (node work), never a note beside "No changes".
+    [node] = plan.node_work
+    assert (node.kind, node.key, node.current, node.desired, node.safety) == (Kind.CLUSTER, "brokers", "2", "3",
+                                                                              Safety.SAFE)
+    assert node.reason.startswith("node work")
+
+
+def test_a_cluster_that_differs_from_its_cluster_section_is_a_change_not_no_changes(specs: SpecSet) -> None:
+    """`brokers: 3 -> 4` declared on a running 3-broker cluster once planned as "No changes" (with a note)."""
+    grown = dataclasses.replace(specs, cluster=dataclasses.replace(specs.cluster, brokers=4))
+    plan = live_plan(grown, applied(specs))
+    assert [(c.action, c.key, c.current, c.desired, c.safety) for c in plan.changes] == [
+        (Action.UPDATE, "brokers", "3", "4", Safety.SAFE)]
+    assert not plan.empty and plan.without_node_work().empty
+    shrunk = dataclasses.replace(specs, cluster=dataclasses.replace(specs.cluster, brokers=2))
+    [fewer] = live_plan(shrunk, applied(specs)).node_work
+    assert (fewer.current, fewer.desired, fewer.safety) == ("3", "2", Safety.DESTRUCTIVE)
+    # Racks declared and contradicted: a rolling restart's worth of node work; undeclared racks are not managed.
+    moved = applied(specs, brokers={1: "rack-a", 2: "rack-b", 3: "rack-x"})
+    [racks] = live_plan(specs, moved).node_work
+    assert (racks.key, racks.current, racks.desired, racks.safety) == (
+        "racks", "rack-a, rack-b, rack-x", "rack-a, rack-b, rack-c", Safety.DISRUPTIVE)
+    unracked = dataclasses.replace(specs, cluster=dataclasses.replace(specs.cluster, racks=()))
+    assert live_plan(unracked, moved).empty
 
 
 

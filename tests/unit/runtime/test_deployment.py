@@ -1,13 +1,18 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import stat
 from pathlib import Path
 
 import pytest
 
+from kraftform.cluster.topology import topology
+from kraftform.declared import load_specs
 from kraftform.errors import UsageError
 from kraftform.runtime import deployment as dep
+
+from ...conftest import EXAMPLE_SPECS
 
 
 def test_state_dir_is_reused_only_for_the_same_runtime_and_cluster(tmp_path: Path) -> None:
@@ -38,3 +43,21 @@ def test_node_heaps_survive_a_round_trip_and_old_state_files_still_load(tmp_path
     del state["nodes"][0]["heap_bytes"]  # as written before heaps were recorded
     (tmp_path / dep.STATE_FILE).write_text(json.dumps(state))
     assert dep.load(tmp_path).node("c-broker-0").heap_bytes is None
+
+
+def test_a_running_cluster_its_specs_no_longer_describe_is_named_not_started() -> None:
+    """`brokers: 3 -> 4` on a running cluster: `cluster up` once waited its whole timeout for a fourth broker
+    that nothing started."""
+    cluster = load_specs(EXAMPLE_SPECS).cluster
+    topo = topology(cluster)
+    running = dep.Deployment("local", cluster.name, "b:1", cluster.brokers, cluster.kafka_version, [
+        dep.NodeRecord(n.name, n.node_id, list(n.roles), heap_bytes=n.heap_bytes) for n in topo.nodes])
+    assert dep.drift(running, topo) == []
+    grown = topology(dataclasses.replace(cluster, brokers=4, broker_heap_bytes=cluster.broker_heap_bytes * 2,
+                                         kafka_version="4.4.0"))
+    found = dep.drift(running, grown)
+    assert found[0] == f"kafka_version {cluster.kafka_version} -> 4.4.0"
+    assert "nodes to add: platform-broker-3" in found
+    assert any(f.startswith("platform-broker-0: heap ") for f in found)
+    with pytest.raises(UsageError, match="runs a shape its specs no longer describe: kafka_version"):
+        dep.require_as_declared(Path("/s"), running, grown)

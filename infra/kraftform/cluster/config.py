@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT, Node, Topology
+from kraftform.server_configs import definition
 
 #: The SCRAM user brokers spoke to each other as before the inter-broker listener became mutual TLS; no
 #: longer created or a super user, but a cluster made before may still hold it, so it is never managed.
@@ -205,6 +206,9 @@ def render_properties(topo: Topology, node: Node, addr: Addressing, paths: NodeP
         }
         if node.rack:
             props["broker.rack"] = node.rack
+        # The read-only settings the specs declare: read at start, so they are the nodes' own; the dynamic
+        # ones are applied through the Admin protocol instead (a change then restarts nothing).
+        props |= {k: v for k, v in c.broker_config.items() if (d := definition(k)) is not None and not d.dynamic}
     return props
 
 

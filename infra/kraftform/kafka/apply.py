@@ -55,6 +55,7 @@ from kraftform.kafka.observe import PATTERN_TYPES, RESOURCE_TYPES
 from kraftform.kafka.quotas import alter_quotas
 from kraftform.plan.changes import (
     Action,
+    BrokerSetting,
     Change,
     ConfigValue,
     Credential,
@@ -350,6 +351,19 @@ class Applier:
             self._alter_configs(ResourceType.BROKER, {str(broker): [
                 ConfigEntry(k, rate, incremental_operation=op) for k in THROTTLE_RATES]}, "replication throttle")
 
+    # --- brokers -------------------------------------------------------------------------------------
+    def broker_configs(self, changes: list[Change]) -> None:
+        """Dynamic broker settings: the cluster-wide default (resource "") and per-broker values, one
+        IncrementalAlterConfigs; the brokers take them live."""
+        entries: dict[str, list[ConfigEntry]] = defaultdict(list)
+        for c in changes:
+            assert c.key is not None
+            setting = _payload(c, BrokerSetting)
+            op = AlterConfigOpType.DELETE if setting.value is None else AlterConfigOpType.SET
+            entries["" if setting.broker is None else str(setting.broker)].append(
+                ConfigEntry(c.key, setting.value, incremental_operation=op))
+        self._alter_configs(ResourceType.BROKER, entries, "alter broker settings")
+
     # --- access --------------------------------------------------------------------------------------
     def acls(self, changes: list[Change]) -> None:
         create = [_confluent_binding(_payload(c, model.AclBinding)) for c in changes if c.action is Action.CREATE]
@@ -370,12 +384,14 @@ class Applier:
             self.admin.requests["AlterClientQuotas"] += 1
             alter_quotas(client, alterations)
 
-    #: The order steps run in. ACLs and quotas go before topics: a broker applies committed metadata in order,
+    #: The order steps run in. Broker settings first (new topics then get the brokers' new defaults). ACLs and
+    #: quotas go before topics: a broker applies committed metadata in order,
     #: and the ACLs behind 4,000 new topics waited for their 12,000 replicas to be created (visible to
     #: DescribeAcls 29 s after they were written, against 1 s when written first). Granting on a topic
     #: that does not exist yet is harmless.
     STEPS: Mapping[Kind, Callable[[Applier, list[Change]], None]] = {
-        Kind.USER: users, Kind.ACL: acls, Kind.QUOTA: quotas, Kind.TOPIC: topics, Kind.TOPIC_CONFIG: topic_configs,
+        Kind.BROKER_CONFIG: broker_configs, Kind.USER: users, Kind.ACL: acls, Kind.QUOTA: quotas, Kind.TOPIC: topics,
+        Kind.TOPIC_CONFIG: topic_configs,
         Kind.PARTITIONS: partitions, Kind.REPLICATION: replication}
 
 

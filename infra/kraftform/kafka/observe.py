@@ -127,11 +127,38 @@ def _users(admin: Admin) -> dict[str, UserState]:
     return users
 
 
+def _broker_configs(admin: Admin, brokers: Collection[int], keys: Collection[str]
+                    ) -> tuple[dict[int, dict[str, str]], dict[str, str]]:
+    """The dynamic cluster-wide defaults (one request), and with `keys`, each broker's effective value of those
+    (one request per broker: a broker describes its own configs)."""
+    resources = [ConfigResource(ResourceType.BROKER, "")]
+    if keys:
+        resources += [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(brokers)]
+    admin.requests["DescribeConfigs (brokers)"] += len(resources)
+    futures = admin.client.describe_configs(resources, request_timeout=TIMEOUT)
+    defaults: dict[str, str] = {}
+    settings: dict[int, dict[str, str]] = {}
+    for resource, future in futures.items():
+        try:
+            entries = future.result()
+        except KafkaException as exc:
+            raise admin.failure(f"describe the configs of broker {resource.name or '(cluster default)'}", exc) \
+                from None
+        if resource.name == "":
+            defaults = {k: e.value for k, e in entries.items()
+                        if e.value is not None and e.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value}
+        else:
+            settings[int(resource.name)] = {k: entries[k].value for k in keys
+                                            if k in entries and entries[k].value is not None}
+    return settings, defaults
+
+
 def observe(connection: Connection, topics_only: Collection[str] | None = None,
-            admin: Admin | None = None) -> Observation:
-    """The whole cluster, in bulk; with `topics_only`, just those topics and the brokers (no ACLs, users or
-    quotas): what a caller that manages only those topics needs, in requests that do not grow with the
-    cluster (a Pulumi topic resource reads its own topic, not every topic's configs)."""
+            admin: Admin | None = None, broker_keys: Collection[str] = ()) -> Observation:
+    """The whole cluster, in bulk; with `topics_only`, just those topics and the brokers (no ACLs, users,
+    quotas or broker settings): what a caller that manages only those topics needs, in requests that do not
+    grow with the cluster (a Pulumi topic resource reads its own topic, not every topic's configs). Broker
+    settings: the dynamic cluster-wide defaults always, each broker's value of `broker_keys` when given."""
     admin = admin or Admin(connection)  # a caller's client, already logged in, saves a TLS+SCRAM session
     admin.requests["DescribeCluster"] += 1
     cluster = admin.wait(admin.client.describe_cluster(request_timeout=TIMEOUT), "describe the cluster")
@@ -144,6 +171,7 @@ def observe(connection: Connection, topics_only: Collection[str] | None = None,
     with kafka_python_admin(connection, admin.requests) as client:
         admin.requests["DescribeClientQuotas"] += 1
         quotas = describe_quotas(client)
+    settings, broker_defaults = _broker_configs(admin, brokers, broker_keys)
     state = ClusterState(topics=topics, acls=acls, quotas=quotas, users=users, topic_defaults=defaults,
-                         brokers=brokers)
+                         brokers=brokers, broker_settings=settings, broker_defaults=broker_defaults)
     return Observation(state, admin.requests, skipped)

@@ -34,9 +34,9 @@ RESEND_AFTER_S = 10.0
 
 
 def resendable(change: Change) -> bool:
-    """Writes that are the same whether sent once or twice: credentials, ACLs, quotas, topic configs, and topic
-    creation ("already exists" is success). Partition growth and deletions are not sent twice."""
-    return change.kind in (Kind.USER, Kind.ACL, Kind.QUOTA, Kind.TOPIC_CONFIG) or (
+    """Writes that are the same whether sent once or twice: credentials, ACLs, quotas, topic and broker configs,
+    and topic creation ("already exists" is success). Partition growth and deletions are not sent twice."""
+    return change.kind in (Kind.USER, Kind.ACL, Kind.QUOTA, Kind.TOPIC_CONFIG, Kind.BROKER_CONFIG) or (
         change.kind is Kind.TOPIC and change.action is Action.CREATE)
 
 
@@ -56,7 +56,8 @@ def plan_cluster(connection: Connection, declared: SpecSet | Desired, found: Map
     wanted = desired_of(declared) if isinstance(declared, SpecSet) else declared
     users = wanted.users
     found = passwords(users) if found is None else found
-    observation = observe(connection, list(wanted.topics_only) if wanted.topics_only is not None else None, admin)
+    observation = observe(connection, list(wanted.topics_only) if wanted.topics_only is not None else None, admin,
+                          broker_keys=sorted(wanted.broker_config or ()))
     state = check_passwords(connection, observation.state, users, found)
     plan = plan_against(wanted, state)
     unchecked = sorted(u.name for u in users if found.get(u.name) is None and u.name in state.users)

@@ -41,6 +41,7 @@ class Kind(StrEnum):
     `Applier.STEPS`)."""
 
     CLUSTER = "cluster"
+    BROKER_CONFIG = "broker_config"
     USER = "user"
     TOPIC = "topic"
     TOPIC_CONFIG = "topic_config"
@@ -73,6 +74,15 @@ class ConfigValue:
 
 
 @dataclass(frozen=True)
+class BrokerSetting:
+    """A dynamic broker setting to set (None: remove) on one broker, or with `broker` None as the cluster-wide
+    default every broker takes."""
+
+    broker: int | None
+    value: str | None
+
+
+@dataclass(frozen=True)
 class PartitionCount:
     count: int
 
@@ -100,7 +110,8 @@ class Credential:
     delete: str | None = None
 
 
-Payload = NewTopic | ConfigValue | PartitionCount | Reassignment | AclBinding | QuotaValue | Credential | None
+Payload = (NewTopic | ConfigValue | BrokerSetting | PartitionCount | Reassignment | AclBinding | QuotaValue
+           | Credential | None)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import yaml
 
 from kraftform.plan.live import cluster_identities, reserved
 from kraftform.plan.state import ClusterState
+from kraftform.server_configs import check_setting
 from kraftform.specset.model import DEFAULT_ENTITY, Security
 from kraftform.versions import KAFKA_VERSION
 
@@ -41,6 +42,10 @@ def render_specs(state: ClusterState, name: str, admin_user: str = Security().ad
     replication = rf[0][0] if rf else min(3, max(1, len(state.brokers)))
     cluster["defaults"] = {"replication_factor": replication, "min_insync_replicas": min(min_isr, replication)}
     cluster["security"] = {"admin_user": admin_user}
+    # The dynamic cluster-wide broker settings a spec can declare (the others are derived from the fields above).
+    settings = {k: v for k, v in sorted(state.broker_defaults.items()) if check_setting(k, v) is None}
+    if settings:
+        cluster["broker_config"] = settings
     files = {"cluster.yaml": _dump({"cluster": cluster})}
     if topics:
         files["topics.yaml"] = _dump({"topics": [

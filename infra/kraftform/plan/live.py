@@ -8,13 +8,14 @@ delete; everything else is reported in the plan's notes and never touched.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kraftform.cluster.config import BROKER_USER, CONTROLLER_USER
-from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
+from kraftform.plan.brokers import broker_setting_changes, node_changes
+from kraftform.plan.changes import Plan
 from kraftform.plan.diff import Ownership, diff_states
 from kraftform.plan.render import listed
-from kraftform.plan.specdiff import UNSET
 from kraftform.plan.state import ClusterState, state_of
 from kraftform.specset.model import DEFAULT_ENTITY, AclBinding, ClusterSpec, QuotaEntity, SpecSet, UserSpec
 
@@ -89,12 +90,15 @@ class Desired:
     principals: frozenset[str] = frozenset()
     #: The cluster section, when the declaration has one: its nodes are compared with the observed brokers.
     cluster: ClusterSpec | None = None
+    #: The broker settings declared (None: not managed by this declaration, as by a Pulumi topic resource).
+    broker_config: Mapping[str, str] | None = None
     #: Observe only these topics (and nothing but topics); None: the whole cluster.
     topics_only: tuple[str, ...] | None = None
 
 
 def desired_of(specs: SpecSet) -> Desired:
-    return Desired(state_of(specs), ownership_of(specs), specs.users, declared_principals(specs), specs.cluster)
+    return Desired(state_of(specs), ownership_of(specs), specs.users, declared_principals(specs), specs.cluster,
+                   specs.cluster.broker_config)
 
 
 def live_plan(specs: SpecSet, observed: ClusterState) -> Plan:
@@ -125,34 +129,5 @@ def plan_against(wanted: Desired, observed: ClusterState) -> Plan:
         notes.append(f"{len(outside)} ACL binding{'s' if len(outside) != 1 else ''} of declared principals on "
                      f"resources outside the managed scope left alone (acl_resources: managed): {listed(outside, 5)}")
     nodes = node_changes(wanted.cluster, observed) if wanted.cluster is not None else []
-    return Plan.of([*plan.changes, *nodes], tuple(notes))
-
-
-#: How a node change takes effect, in the plan's words. None of it goes through the Admin protocol.
-NODE_WORK = "node work (kraftform cannot do it through --command-config)"
-
-
-def node_changes(cluster: ClusterSpec, observed: ClusterState) -> list[Change]:
-    """What the cluster section declares of the nodes that the observed brokers contradict: their count and
-    their racks (when it declares racks). Never a note: a declared cluster that differs is a change, classed
-    as the offline diff classes it, and marked as node work (`Plan.node_work`)."""
-    if not observed.brokers:
-        return []
-    changes = []
-    count = len(observed.brokers)
-    if count != cluster.brokers:
-        more = cluster.brokers > count
-        changes.append(Change(
-            Action.UPDATE, Kind.CLUSTER, cluster.name, Safety.SAFE if more else Safety.DESTRUCTIVE,
-            f"{NODE_WORK}: " + ("start the new brokers, then move partitions onto them" if more else
-                                "move every replica off the leaving brokers, then stop them"),
-            "brokers", str(count), str(cluster.brokers)))
-    # Compared as a multiset: which broker id got which rack is the cluster's own numbering (an existing cluster's
-    # ids need not follow the specs' order); how many brokers stand in each rack is what replicas spread over.
-    racks = sorted((observed.brokers[b] or UNSET) for b in observed.brokers)
-    declared = sorted((cluster.rack_of(i) or UNSET) for i in range(count))
-    if cluster.racks and count == cluster.brokers and racks != declared:  # no racks declared: not managed
-        changes.append(Change(Action.UPDATE, Kind.CLUSTER, cluster.name, Safety.DISRUPTIVE,
-                              f"{NODE_WORK}: broker.rack is read at start: a rolling restart", "racks",
-                              ", ".join(racks), ", ".join(declared)))
-    return changes
+    settings = broker_setting_changes(wanted.broker_config, observed) if wanted.broker_config is not None else []
+    return Plan.of([*plan.changes, *nodes, *settings], tuple(notes))

@@ -6,12 +6,14 @@ shape, profiles) is compared here, and the streaming consumers in `spark.diff`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.plan.diff import diff_states
 from kraftform.plan.state import state_of
+from kraftform.server_configs import definition
 from kraftform.specset.model import ClusterSpec, SpecSet
 from kraftform.specset.profiles import SECTIONS
 
@@ -31,6 +33,8 @@ def flat_fields(value: Any, prefix: str = "") -> dict[str, str]:
         return out
     if isinstance(value, tuple):
         return {prefix: ", ".join(map(str, value))}
+    if isinstance(value, Mapping):  # settings: one change per key
+        return {f"{prefix}.{k}": str(v) for k, v in value.items()}
     return {prefix: UNSET if value is None else str(value)}
 
 
@@ -38,7 +42,7 @@ def _cluster(base: ClusterSpec, head: ClusterSpec) -> list[Change]:
     before, after = flat_fields(base, ""), flat_fields(head, "")
     changes = []
     for key in sorted(set(before) | set(after)):
-        a, b = before.get(key), after.get(key)
+        a, b = before.get(key, UNSET), after.get(key, UNSET)
         if a == b:
             continue
         top = key.split(".")[0]
@@ -53,6 +57,11 @@ def _cluster(base: ClusterSpec, head: ClusterSpec) -> list[Change]:
             safety, reason = Safety.DESTRUCTIVE, "switching dedicated/combined controllers rebuilds the quorum"
         elif key == "brokers":
             safety, reason = Safety.SAFE, "more brokers: new brokers start empty until partitions are moved"
+        elif top == "broker_config":
+            found = definition(key.split(".", 1)[1])
+            safety, reason = ((Safety.SAFE, "dynamic broker setting: applied live, no restart")
+                              if found is not None and found.dynamic else
+                              (Safety.DISRUPTIVE, "read at start: the brokers restart (rolling) to take it"))
         elif top in _CLUSTER_SAFE:
             safety, reason = Safety.SAFE, ("checked by `kraftform lint`; nothing on the cluster changes"
                                            if top == "conventions" else "spec setting; no node restarts")

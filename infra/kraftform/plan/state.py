@@ -54,6 +54,10 @@ class ClusterState:
     topic_defaults: Mapping[str, str] = field(default_factory=dict)
     #: Broker id -> rack (None without racks); observed clusters only.
     brokers: Mapping[int, str | None] = field(default_factory=dict)
+    #: Broker id -> the effective value of each broker setting the specs declare; observed clusters only.
+    broker_settings: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    #: Dynamic cluster-wide broker defaults (what `kafka-configs --entity-default` sets); observed clusters only.
+    broker_defaults: Mapping[str, str] = field(default_factory=dict)
 
     def default_of(self, key: str) -> str | None:
         return self.topic_defaults.get(key, kafka_default(key))

@@ -25,9 +25,10 @@ from kraftform.plan.live import declared_principals
 from kraftform.pulumi.cluster import KafkaCluster
 from kraftform.pulumi.consumers import SparkCluster, SparkConsumer, SparkConsumerArgs
 from kraftform.pulumi.policy import SPECS_TYPE
-from kraftform.pulumi.providers import Access, access_props
+from kraftform.pulumi.providers import Access, BrokerSettings, access_props
 from kraftform.pulumi.topics import Topics
 from kraftform.runtime.images import spark_image
+from kraftform.server_configs import definition
 from kraftform.spark.containers import consumers_volume
 from kraftform.spark.manifest import consumer_manifest
 from kraftform.specset.model import DEFAULT_ENTITY, SpecSet, UserSpec
@@ -244,6 +245,10 @@ def build(cfg: StackConfig) -> Stack:
         made[principal] = Access(principal, access_props(principal, specs, password), connection, under(access))
     if any(q.entity.user in (None, DEFAULT_ENTITY) for q in specs.quotas):
         made["default-quotas"] = Access("default-quotas", access_props(None, specs, None), connection, under(access))
+    # The dynamic ones: set live on the running brokers (the read-only ones are in their server.properties).
+    made["broker-settings"] = BrokerSettings("broker-settings", {
+        k: v for k, v in specs.cluster.broker_config.items() if (d := definition(k)) is not None and d.dynamic},
+        connection, pulumi.ResourceOptions(depends_on=depends, protect=cfg.protects))
     deployed = consumers(cfg, specs, cluster, ca, made, secrets)
 
     def per_profile(values: list[Any]) -> dict[str, dict[str, dict[str, str]]]:

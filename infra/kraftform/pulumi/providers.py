@@ -245,3 +245,64 @@ class Access(pulumi.dynamic.Resource):
         super().__init__(AccessProvider(), name, {**props, "connection": pulumi.Output.secret(connection)},
                          pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
                              additional_secret_outputs=["connection", "user"])))
+
+
+def _broker_desired(props: dict[str, Any]) -> Desired:
+    """The broker settings the stack declares (`cluster.broker_config`), owning nothing else."""
+    nothing = Ownership(topic=lambda _n: False, acl=lambda _b: False, quota=lambda _e: False, user=lambda _u: False)
+    return Desired(ClusterState(), nothing, broker_config={k: str(v) for k, v in (props.get("settings") or {}).items()},
+                   topics_only=None)
+
+
+class BrokerSettingsProvider(ResourceProvider):
+    """The cluster section's broker settings on a running cluster, planned and applied by `kraftform apply`'s
+    code: dynamic ones set live (no container is replaced for them); a dynamic cluster default set behind the
+    stack's back is removed. Read-only ones are in the brokers' server.properties (their containers), so the
+    plan this resource makes never holds node work it would have to ignore."""
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = {k: str(v) for k, v in (olds.get("settings") or {}).items()} != {
+            k: str(v) for k, v in (news.get("settings") or {}).items()}
+        return DiffResult(changes=changed, replaces=[], stables=[])
+
+    def _reconcile(self, props: dict[str, Any]) -> None:
+        with connection_of(props) as connection:
+            desired, admin = _broker_desired(props), Admin(connection)
+            live = until_answering(connection, "planning the broker settings",
+                                   lambda: plan_cluster(connection, desired, {}, admin))
+            apply_cluster(connection, desired, live, ApplyOptions(allow_destructive=True), lambda _m: None,
+                          admin=admin)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        self._reconcile(props)
+        return CreateResult("broker-settings", props)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        self._reconcile(news)
+        return UpdateResult(news)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """What the brokers' cluster defaults hold of the declared settings: drift shows on refresh."""
+        declared = {k: str(v) for k, v in (props.get("settings") or {}).items()}
+        with connection_of(props) as connection:
+            plan = until_answering(connection, "reading the broker settings",
+                                   lambda: plan_cluster(connection, _broker_desired(props), {})).plan
+        current = dict(declared)
+        for change in plan.changes:
+            if change.key is not None and change.key in current:
+                current[change.key] = change.current or ""
+        return ReadResult(id_, {**props, "settings": current})
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        """The declared dynamic settings removed: brokers fall back to their own values."""
+        self._reconcile({**props, "settings": {}})
+
+
+class BrokerSettings(pulumi.dynamic.Resource):
+    """The stack's dynamic broker settings (`BrokerSettingsProvider`)."""
+
+    def __init__(self, name: str, settings: dict[str, str], connection: pulumi.Input[dict[str, Any]],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(BrokerSettingsProvider(), name, {"settings": settings, "connection": pulumi.Output.secret(
+            connection)}, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+                additional_secret_outputs=["connection"])))

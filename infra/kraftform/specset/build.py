@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from kraftform.errors import Location, Problem
+from kraftform.server_configs import check_setting
 from kraftform.specset.model import (
     REALTIME,
     AclSpec,
@@ -152,8 +153,18 @@ class Builder:
             load=self._load(entry) if "load" in d else None,
             conventions=Conventions(conv.get("topic_name"), **bounds),
             spark=self._spark(entry),
+            broker_config=self._broker_config(entry),
             location=entry.at(),
         )
+
+    def _broker_config(self, entry: Entry) -> dict[str, str]:
+        """Each setting judged by the pinned Kafka's own definition of it (name, type, range)."""
+        settings = plain_settings(entry.data.get("broker_config"))
+        for key, value in settings.items():
+            problem = check_setting(key, value)
+            if problem is not None:
+                self.problems.append(Problem(entry.at("broker_config", key), f"broker_config: {problem}"))
+        return settings
 
     def _spark(self, entry: Entry) -> SparkSpec:
         d = entry.data.get("spark", {})

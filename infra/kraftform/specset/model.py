@@ -133,6 +133,9 @@ class ClusterSpec:
     storage_per_broker_bytes: int | None = None
     broker_heap_bytes: int = DEFAULT_BROKER_HEAP
     controller_heap_bytes: int = DEFAULT_CONTROLLER_HEAP
+    #: Every broker's settings beyond what kraftform renders, in Kafka's string form: dynamic ones applied live
+    #: through the Admin protocol, read-only ones rendered into each broker's server.properties.
+    broker_config: Settings = field(default_factory=dict)
     #: None stands for `ClusterDefaults.for_brokers(brokers)`, filled in on construction.
     defaults: ClusterDefaults = None  # type: ignore[assignment]
     security: Security = Security()

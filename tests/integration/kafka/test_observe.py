@@ -25,9 +25,11 @@ def test_a_whole_cluster_read_is_a_fixed_number_of_requests_and_a_topic_read_few
     whole = observe(connection)
     assert set(names) <= set(whole.state.topics)
     # DescribeCluster, Metadata, DescribeConfigs (one batch of up to 1,000 topics), DescribeAcls,
-    # DescribeUserScramCredentials, DescribeClientQuotas and kafka-python's own bootstrap (2).
+    # DescribeUserScramCredentials, DescribeClientQuotas, kafka-python's own bootstrap (2) and the brokers'
+    # dynamic cluster-wide defaults (one DescribeConfigs; each broker's own settings only when specs declare some).
     assert whole.requests["Metadata"] == 1 and whole.requests["DescribeConfigs"] == len(whole.state.topics) // 1000 + 1
-    assert sum(whole.requests.values()) == 7 + whole.requests["DescribeConfigs"]
+    assert whole.requests["DescribeConfigs (brokers)"] == 1
+    assert sum(whole.requests.values()) == 8 + whole.requests["DescribeConfigs"]
 
     # The stack's topic set: named topics, read in the same requests however many there are.
     some = observe(connection, names[:30])

@@ -22,7 +22,7 @@ from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
 from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
 from kraftform.pulumi.consumers import ConsumerStateProvider, state_inputs
-from kraftform.pulumi.providers import AccessProvider
+from kraftform.pulumi.providers import AccessProvider, BrokerSettingsProvider
 from kraftform.pulumi.topics import TopicSetProvider
 from kraftform.runtime.tools import ACLS, CONFIGS, TOPICS, run_kafka_tool
 from kraftform.spark.manifest import consumer_manifest, shape_digest
@@ -281,3 +281,21 @@ def test_a_consumers_state_reset_is_refused_in_check_unless_the_stack_allows_it(
     taken_back, failures = host.check(provider, "sessionizer-state", after, changed)
     assert failures == []
     assert host.diff(provider, "sessionizer-state", id_, after, taken_back).changes == proto.DiffResponse.DIFF_NONE
+
+
+def test_broker_settings_are_set_live_through_the_engine_calls_and_removed_with_the_resource(
+        host: ProviderHost, local_cluster: LiveCluster) -> None:
+    provider = BrokerSettingsProvider()
+    props = {"settings": {"num.io.threads": "12"}, "connection": connection_props(local_cluster)}
+    inputs, failures = host.check(provider, "broker-settings", {}, props)
+    assert failures == []
+    connection = read_connection(local_cluster.state_dir / "admin.properties")
+    id_, outputs = host.create(provider, "broker-settings", inputs)
+    try:
+        assert observe(connection).state.broker_defaults.get("num.io.threads") == "12"
+        assert host.diff(provider, "broker-settings", id_, outputs, inputs).changes == proto.DiffResponse.DIFF_NONE
+        _, refreshed = host.read(provider, "broker-settings", id_, outputs, inputs)
+        assert refreshed["settings"] == {"num.io.threads": "12"}
+    finally:
+        host.delete(provider, "broker-settings", id_, outputs)
+    assert "num.io.threads" not in observe(connection).state.broker_defaults

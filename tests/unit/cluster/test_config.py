@@ -82,3 +82,18 @@ def test_snapshot(node: str) -> None:
     assert text == snapshot.read_text()
     keys = [line.split("=", 1)[0] for line in text.splitlines() if not line.startswith("#")]
     assert keys == sorted(keys)
+
+
+def test_read_only_broker_settings_are_rendered_dynamic_ones_are_applied_live_instead() -> None:
+    cluster = dataclasses.replace(load_specs(FIXTURES / "cluster").cluster, broker_config={
+        "group.initial.rebalance.delay.ms": "3000", "num.io.threads": "16"})
+    topo = topology(cluster)
+    addr = docker_addressing(topo)
+    paths = NodePaths("/etc/kraftform", "/var/lib/kafka/data")
+    broker = render_properties(topo, topo.brokers[0], addr, paths)
+    # Read at start: the broker's own file (and the specs' value wins over kraftform's choice of 0).
+    assert broker["group.initial.rebalance.delay.ms"] == "3000"
+    # Dynamic: never in the file, so changing it restarts nothing (and replaces no container under Pulumi).
+    assert "num.io.threads" not in broker
+    controller = render_properties(topo, topo.controllers[0], addr, paths)
+    assert "group.initial.rebalance.delay.ms" not in controller

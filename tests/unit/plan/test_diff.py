@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kraftform.declared import diff_specs, load_specs
+from kraftform.errors import SpecError
 from kraftform.plan import Action, Kind, Plan, Safety
 from kraftform.plan.diff import classify_config_change
 
@@ -187,3 +190,25 @@ def test_cluster_changes_restart_nodes_only_for_settings_that_reach_them(specs_c
     assert retention.safety is Safety.SAFE and "restart" not in retention.reason
     assert retention.current == "3600000" and retention.desired == "(unset)"  # never Python's None
     assert plan.subject == "diff"
+
+
+def test_broker_settings_in_review_dynamic_ones_restart_nothing_read_only_ones_roll(specs_copy: SpecsCopy) -> None:
+    base, head = specs_copy("base"), specs_copy("head")
+    edit(head / "cluster.yaml", "  brokers: 3\n", "  brokers: 3\n  broker_config:\n    num.io.threads: 16\n"
+                                                  "    group.initial.rebalance.delay.ms: 3000\n")
+    cluster = {c.key: c for c in diff(base, head).changes if c.kind is Kind.CLUSTER}
+    threads = cluster["broker_config.num.io.threads"]
+    assert (threads.safety, threads.current, threads.desired) == (Safety.SAFE, "(unset)", "16")
+    assert "no restart" in threads.reason
+    rolled = cluster["broker_config.group.initial.rebalance.delay.ms"]
+    assert rolled.safety is Safety.DISRUPTIVE and "restart" in rolled.reason
+
+
+def test_a_broker_setting_kafka_does_not_have_is_a_located_validation_error(specs_copy: SpecsCopy) -> None:
+    head = specs_copy("head")
+    edit(head / "cluster.yaml", "  brokers: 3\n", "  brokers: 3\n  broker_config:\n    num.io.thread: 16\n")
+    with pytest.raises(SpecError) as caught:
+        load_specs(head)
+    [problem] = caught.value.problems
+    assert "cluster.yaml" in str(problem) and '$.cluster.broker_config["num.io.thread"]' in str(problem)
+    assert "did you mean num.io.threads?" in str(problem)

@@ -224,3 +224,32 @@ def test_every_change_a_live_plan_applies_carries_what_apply_sends(specs: SpecSe
     stray = next(c for c in drifted.changes if c.kind is Kind.ACL)
     assert stray.payload == AclBinding("User:orders-service", "topic", "x", "literal", "read", "allow")
     assert "payload" not in fresh.to_dict()["changes"][0]  # renderings show what a reviewer reads, not requests
+
+
+def test_declared_broker_settings_are_planned_live_or_as_node_work_by_kafkas_update_mode(specs: SpecSet) -> None:
+    cluster = dataclasses.replace(specs.cluster, broker_config={
+        "num.io.threads": "16",                   # cluster-wide: the cluster default, live
+        "log.retention.ms": "86400000",           # cluster-wide, and every topic's default retention: shorter
+        "group.initial.rebalance.delay.ms": "3000",  # read-only: a rolling restart
+    })
+    declared = dataclasses.replace(specs, cluster=cluster)
+    brokers = {b: {"num.io.threads": "8", "log.retention.ms": "604800000", "group.initial.rebalance.delay.ms": "0"}
+               for b in BROKERS}
+    observed = applied(specs, broker_settings=brokers, broker_defaults={"background.threads": "20"})
+    plan = live_plan(declared, observed)
+    shown = {(c.kind, c.action, c.resource, c.key): c for c in plan.changes}
+    threads = shown[(Kind.BROKER_CONFIG, Action.CREATE, "cluster default", "num.io.threads")]
+    assert (threads.safety, threads.desired) == (Safety.SAFE, "16") and "no restart" in threads.reason
+    retention = shown[(Kind.BROKER_CONFIG, Action.CREATE, "cluster default", "log.retention.ms")]
+    assert retention.safety is Safety.DESTRUCTIVE and "retention.ms" in retention.reason
+    rolled = shown[(Kind.CLUSTER, Action.UPDATE, "brokers", "broker_config.group.initial.rebalance.delay.ms")]
+    assert rolled.reason.startswith("node work") and (rolled.current, rolled.desired) == ("0", "3000")
+    # Set behind the specs' back with kafka-configs --entity-default: drift, removed.
+    stray = shown[(Kind.BROKER_CONFIG, Action.DELETE, "cluster default", "background.threads")]
+    assert (stray.current, stray.desired, stray.safety) == ("20", None, Safety.DISRUPTIVE)
+    assert {c.key for c in plan.node_work} == {"broker_config.group.initial.rebalance.delay.ms"}
+
+    # Once applied (the defaults set, the brokers restarted with the read-only value), nothing is left.
+    done = applied(specs, broker_defaults={"num.io.threads": "16", "log.retention.ms": "86400000"}, broker_settings={
+        b: {**values, "group.initial.rebalance.delay.ms": "3000"} for b, values in brokers.items()})
+    assert live_plan(declared, done).empty

@@ -181,7 +181,7 @@ def test_kafka_resources_wait_for_every_container(stack: tuple[Mocks, dict[str, 
         containers = {c.name for c in node_containers(mocks)}
         kafka = [r.name for r in mocks.of_type("pulumi-python:dynamic:Resource")
                  if not r.name.endswith(("-secrets", "-state", "-ready"))]
-        assert len(kafka) == 1 + 7  # the topics, and one resource per principal
+        assert len(kafka) == 1 + 7 + 1  # the topics, one resource per principal, and the broker settings
         for name in kafka:
             waits_for = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies[name]}
             assert containers <= waits_for, name

@@ -61,7 +61,7 @@ def test_prod_topics_and_principals_are_protected(stack: tuple[Mocks, dict[str, 
     def check(_: Any) -> None:
         assert MONITOR is not None
         kafka = [r.name for r in mocks.of_type("pulumi-python:dynamic:Resource")]
-        assert len(kafka) == 1 + 7  # the topics, and one resource per principal
+        assert len(kafka) == 1 + 7 + 1  # the topics, one resource per principal, and the broker settings
         assert all(MONITOR.protected[name] for name in kafka)
         [topics] = [r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name == "topics"]
         assert topics.inputs["protect"] is True  # the provider refuses to delete a topic removed from the specs

@@ -1,0 +1,25 @@
+"""kraftform's table of Kafka's server settings (what `validate` checks `broker_config` against, and what says
+whether a setting is applied live or needs a restart) is what the pinned Kafka's own jars document."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from kraftform.artifacts import ensure_kafka
+from kraftform.kafka_configs import KAFKA_CONFIGS, KAFKA_VERSION
+from kraftform.server_configs import parse_config_docs
+from kraftform.versions import KAFKA_VERSION as PINNED
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_settings_table_is_the_pinned_kafkas_own() -> None:
+    home = ensure_kafka(PINNED)
+    docs = subprocess.run(["java", "-cp", str(home / "libs" / "*"), "kafka.server.KafkaConfig"], capture_output=True,
+                          text=True, check=True, timeout=120).stdout
+    live = parse_config_docs(docs)
+    assert KAFKA_VERSION == PINNED
+    assert live == KAFKA_CONFIGS, "kafka_configs.py is out of date: run scripts/generate-kafka-configs"
+    assert live["num.io.threads"][3] == "cluster-wide" and live["node.id"][3] == "read-only"

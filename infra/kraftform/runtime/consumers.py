@@ -149,8 +149,12 @@ def _wait_healthy(started: Sequence[Container], what: str, timeout: float) -> li
     def healthy() -> list[ConsumerContainer]:
         now = [_state(c) for c in started]
         for state, container in zip(now, started, strict=True):
-            if state.status == "exited" or state.health == "unhealthy" or _restarts(container) > restarts[container.id]:
-                ended = f"exit code {state.exit_code}" if state.exit_code is not None else f"{state.health}, restarted"
+            restarted = _restarts(container) > restarts[container.id]
+            if state.status in ("exited", "restarting") or state.health == "unhealthy" or restarted:
+                # Docker keeps the last exit code while its restart policy starts the container again.
+                code = container.attrs.get("State", {}).get("ExitCode")
+                ended = (f"exit code {code}" if code else state.health) + (", restarted by its policy"
+                                                                           if restarted else "")
                 raise ClusterUnhealthy(f"{_named(state)} failed ({ended}): {last_words(container)}")
         waiting = [f"{s.container} {s.health}" for s in now if s.health != "healthy"]
         if waiting:

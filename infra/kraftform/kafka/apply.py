@@ -353,14 +353,14 @@ class Applier:
 
     # --- brokers -------------------------------------------------------------------------------------
     def broker_configs(self, changes: list[Change]) -> None:
-        """Dynamic broker settings: the cluster-wide default (resource "") and per-broker values, one
-        IncrementalAlterConfigs; the brokers take them live."""
+        """Dynamic broker settings, set (or removed) on each broker in one IncrementalAlterConfigs; the brokers
+        take them live."""
         entries: dict[str, list[ConfigEntry]] = defaultdict(list)
         for c in changes:
             assert c.key is not None
             setting = _payload(c, BrokerSetting)
             op = AlterConfigOpType.DELETE if setting.value is None else AlterConfigOpType.SET
-            entries["" if setting.broker is None else str(setting.broker)].append(
+            entries[str(setting.broker)].append(
                 ConfigEntry(c.key, setting.value, incremental_operation=op))
         self._alter_configs(ResourceType.BROKER, entries, "alter broker settings")
 

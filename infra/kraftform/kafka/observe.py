@@ -128,29 +128,29 @@ def _users(admin: Admin) -> dict[str, UserState]:
 
 
 def _broker_configs(admin: Admin, brokers: Collection[int], keys: Collection[str]
-                    ) -> tuple[dict[int, dict[str, str]], dict[str, str]]:
-    """The dynamic cluster-wide defaults (one request), and with `keys`, each broker's effective value of those
-    (one request per broker: a broker describes its own configs)."""
-    resources = [ConfigResource(ResourceType.BROKER, "")]
-    if keys:
-        resources += [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(brokers)]
-    admin.requests["DescribeConfigs (brokers)"] += len(resources)
-    futures = admin.client.describe_configs(resources, request_timeout=TIMEOUT)
+                    ) -> tuple[dict[int, dict[str, str]], dict[int, dict[str, str]], dict[str, str]]:
+    """Each broker's settings, one DescribeConfigs per broker (a broker describes its own): the effective
+    value of `keys`, the values set dynamically on that broker, and the dynamic cluster-wide defaults (which
+    every broker reports as the source of the values they set). Neither client library can address the cluster
+    default resource itself, so the defaults are read from what the brokers report."""
+    admin.requests["DescribeConfigs (brokers)"] += len(brokers)
+    futures = admin.client.describe_configs([ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(brokers)],
+                                            request_timeout=TIMEOUT)
+    effective: dict[int, dict[str, str]] = {}
+    dynamic: dict[int, dict[str, str]] = {}
     defaults: dict[str, str] = {}
-    settings: dict[int, dict[str, str]] = {}
     for resource, future in futures.items():
         try:
             entries = future.result()
         except KafkaException as exc:
-            raise admin.failure(f"describe the configs of broker {resource.name or '(cluster default)'}", exc) \
-                from None
-        if resource.name == "":
-            defaults = {k: e.value for k, e in entries.items()
-                        if e.value is not None and e.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value}
-        else:
-            settings[int(resource.name)] = {k: entries[k].value for k in keys
-                                            if k in entries and entries[k].value is not None}
-    return settings, defaults
+            raise admin.failure(f"describe the settings of broker {resource.name}", exc) from None
+        broker = int(resource.name)
+        effective[broker] = {k: entries[k].value for k in keys if k in entries and entries[k].value is not None}
+        dynamic[broker] = {k: e.value for k, e in entries.items()
+                           if e.value is not None and e.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value}
+        defaults |= {k: e.value for k, e in entries.items()
+                     if e.value is not None and e.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value}
+    return effective, dynamic, defaults
 
 
 def observe(connection: Connection, topics_only: Collection[str] | None = None,
@@ -158,7 +158,7 @@ def observe(connection: Connection, topics_only: Collection[str] | None = None,
     """The whole cluster, in bulk; with `topics_only`, just those topics and the brokers (no ACLs, users,
     quotas or broker settings): what a caller that manages only those topics needs, in requests that do not
     grow with the cluster (a Pulumi topic resource reads its own topic, not every topic's configs). Broker
-    settings: the dynamic cluster-wide defaults always, each broker's value of `broker_keys` when given."""
+    settings: what each broker has set dynamically, and its effective value of `broker_keys`."""
     admin = admin or Admin(connection)  # a caller's client, already logged in, saves a TLS+SCRAM session
     admin.requests["DescribeCluster"] += 1
     cluster = admin.wait(admin.client.describe_cluster(request_timeout=TIMEOUT), "describe the cluster")
@@ -171,7 +171,8 @@ def observe(connection: Connection, topics_only: Collection[str] | None = None,
     with kafka_python_admin(connection, admin.requests) as client:
         admin.requests["DescribeClientQuotas"] += 1
         quotas = describe_quotas(client)
-    settings, broker_defaults = _broker_configs(admin, brokers, broker_keys)
+    settings, dynamic, broker_defaults = _broker_configs(admin, brokers, broker_keys)
     state = ClusterState(topics=topics, acls=acls, quotas=quotas, users=users, topic_defaults=defaults,
-                         brokers=brokers, broker_settings=settings, broker_defaults=broker_defaults)
+                         brokers=brokers, broker_settings=settings, broker_dynamic=dynamic,
+                         broker_defaults=broker_defaults)
     return Observation(state, admin.requests, skipped)

@@ -19,7 +19,6 @@ from kraftform.specset.model import ClusterSpec
 
 #: How a node change takes effect, in the plan's words. None of it goes through the Admin protocol.
 NODE_WORK = "node work (kraftform cannot do it through --command-config)"
-CLUSTER_DEFAULT = "cluster default"
 
 
 def node_changes(cluster: ClusterSpec, observed: ClusterState) -> list[Change]:
@@ -58,9 +57,12 @@ def _safety(key: str, current: str | None, desired: str | None, live: str) -> tu
 
 
 def broker_setting_changes(declared: Mapping[str, str], observed: ClusterState) -> list[Change]:
-    """Each declared broker setting against the running brokers: dynamic ones as changes with a payload (a
-    cluster-wide one as the cluster default, a per-broker one on each broker that differs), read-only ones as
-    node work; a dynamic cluster default the specs do not declare is removed (it was set behind their back)."""
+    """Each declared broker setting against the running brokers: a dynamic one (Kafka's update mode
+    cluster-wide or per-broker) set live on each broker that runs another value, a read-only one as node work;
+    a value set dynamically on a broker that the specs do not declare is removed (it was set behind their back,
+    or by an earlier revision of the specs). Neither client library can address Kafka's cluster-default
+    resource, so kraftform sets and removes values broker by broker (`stray_cluster_defaults` lists the
+    defaults `kafka-configs --entity-default` set)."""
     if not observed.brokers:
         return []
     changes: list[Change] = []
@@ -69,30 +71,32 @@ def broker_setting_changes(declared: Mapping[str, str], observed: ClusterState) 
         if found is None:  # `validate` refuses it; an offline-built spec set may still carry one
             continue
         values = {b: observed.broker_settings.get(b, {}).get(key) for b in sorted(observed.brokers)}
-        if found.mode == "cluster-wide":
-            now = observed.broker_defaults.get(key)
-            if now != want:
-                safety, why = _safety(key, now or next(iter(values.values()), None), want,
-                                      "dynamic (cluster-wide): every broker takes it live, no restart")
-                changes.append(Change(Action.CREATE if now is None else Action.UPDATE, Kind.BROKER_CONFIG,
-                                      CLUSTER_DEFAULT, safety, why, key, now, want, BrokerSetting(None, want)))
-        elif found.mode == "per-broker":
-            changes += [Change(Action.UPDATE, Kind.BROKER_CONFIG, f"broker {b}", Safety.SAFE,
-                               "dynamic (per broker): taken live, no restart", key, now, want, BrokerSetting(b, want))
-                        for b, now in values.items() if now != want]
+        if found.dynamic:
+            for broker, now in values.items():
+                if now != want:
+                    safety, why = _safety(key, now, want, f"dynamic ({found.mode}): taken live, no restart")
+                    changes.append(Change(Action.UPDATE, Kind.BROKER_CONFIG, f"broker {broker}", safety, why, key,
+                                          now, want, BrokerSetting(broker, want)))
         elif any(now != want for now in values.values()):
             shown = ", ".join(sorted({now or UNSET for now in values.values()}))
             changes.append(Change(Action.UPDATE, Kind.CLUSTER, "brokers", Safety.DISRUPTIVE,
                                   f"{NODE_WORK}: {key} is read at start: a rolling restart of the brokers",
                                   f"broker_config.{key}", shown, want))
-    for key, value in sorted(observed.broker_defaults.items()):
-        # One a spec could declare: a default of a setting kraftform derives from elsewhere (min.insync.replicas
-        # from `defaults`, say) or one it refuses (a secret) is another field's business.
-        if key not in declared and check_setting(key, value) is None:
-            safety, why = _safety(key, value, None, "a dynamic cluster default the specs do not declare "
-                                                    "(kafka-configs --entity-default): removed, brokers fall back "
-                                                    "to their own setting")
-            changes.append(Change(Action.DELETE, Kind.BROKER_CONFIG, CLUSTER_DEFAULT,
-                                  Safety.DISRUPTIVE if safety is Safety.SAFE else safety, why, key, value, None,
-                                  BrokerSetting(None, None)))
+    for broker in sorted(observed.broker_dynamic):
+        for key, value in sorted(observed.broker_dynamic[broker].items()):
+            # One a spec could declare: a setting kraftform derives from elsewhere, or refuses (a secret), is
+            # another field's business.
+            if key not in declared and check_setting(key, value) is None:
+                safety, why = _safety(key, value, None, "set on this broker behind the specs' back: removed, the "
+                                                        "broker falls back to its own setting")
+                changes.append(Change(Action.DELETE, Kind.BROKER_CONFIG, f"broker {broker}",
+                                      Safety.DISRUPTIVE if safety is Safety.SAFE else safety, why, key, value, None,
+                                      BrokerSetting(broker, None)))
     return changes
+
+
+def stray_cluster_defaults(declared: Mapping[str, str], observed: ClusterState) -> list[str]:
+    """Dynamic cluster defaults the specs do not declare: a note (what the brokers run is still compared key by
+    key above; kraftform cannot remove the default itself)."""
+    return sorted(f"{k}={v}" for k, v in observed.broker_defaults.items()
+                  if k not in declared and check_setting(k, v) is None)

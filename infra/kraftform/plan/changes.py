@@ -75,10 +75,9 @@ class ConfigValue:
 
 @dataclass(frozen=True)
 class BrokerSetting:
-    """A dynamic broker setting to set (None: remove) on one broker, or with `broker` None as the cluster-wide
-    default every broker takes."""
+    """A dynamic broker setting to set (None: remove) on one broker."""
 
-    broker: int | None
+    broker: int
     value: str | None
 
 

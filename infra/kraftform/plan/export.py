@@ -42,8 +42,11 @@ def render_specs(state: ClusterState, name: str, admin_user: str = Security().ad
     replication = rf[0][0] if rf else min(3, max(1, len(state.brokers)))
     cluster["defaults"] = {"replication_factor": replication, "min_insync_replicas": min(min_isr, replication)}
     cluster["security"] = {"admin_user": admin_user}
-    # The dynamic cluster-wide broker settings a spec can declare (the others are derived from the fields above).
-    settings = {k: v for k, v in sorted(state.broker_defaults.items()) if check_setting(k, v) is None}
+    # The dynamic broker settings a spec can declare (the others are derived from the fields above): the cluster
+    # defaults, and what is set alike on every broker.
+    common = [dict(values) for values in state.broker_dynamic.values()]
+    alike = {k: v for k, v in common[0].items() if all(other.get(k) == v for other in common)} if common else {}
+    settings = {k: v for k, v in sorted({**state.broker_defaults, **alike}.items()) if check_setting(k, v) is None}
     if settings:
         cluster["broker_config"] = settings
     files = {"cluster.yaml": _dump({"cluster": cluster})}

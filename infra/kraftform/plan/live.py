@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kraftform.cluster.config import BROKER_USER, CONTROLLER_USER
-from kraftform.plan.brokers import broker_setting_changes, node_changes
-from kraftform.plan.changes import Plan
+from kraftform.plan.brokers import broker_setting_changes, node_changes, stray_cluster_defaults
+from kraftform.plan.changes import Change, Plan
 from kraftform.plan.diff import Ownership, diff_states
 from kraftform.plan.render import listed
 from kraftform.plan.state import ClusterState, state_of
@@ -129,5 +129,12 @@ def plan_against(wanted: Desired, observed: ClusterState) -> Plan:
         notes.append(f"{len(outside)} ACL binding{'s' if len(outside) != 1 else ''} of declared principals on "
                      f"resources outside the managed scope left alone (acl_resources: managed): {listed(outside, 5)}")
     nodes = node_changes(wanted.cluster, observed) if wanted.cluster is not None else []
-    settings = broker_setting_changes(wanted.broker_config, observed) if wanted.broker_config is not None else []
+    settings: list[Change] = []
+    if wanted.broker_config is not None:
+        settings = broker_setting_changes(wanted.broker_config, observed)
+        stray = stray_cluster_defaults(wanted.broker_config, observed)
+        if stray:
+            notes.append(f"dynamic cluster-wide broker defaults the specs do not declare, left alone (declare them in "
+                         f"cluster.broker_config, or remove them with kafka-configs --entity-default "
+                         f"--delete-config): {listed(stray)}")
     return Plan.of([*plan.changes, *nodes, *settings], tuple(notes))

@@ -56,6 +56,8 @@ class ClusterState:
     brokers: Mapping[int, str | None] = field(default_factory=dict)
     #: Broker id -> the effective value of each broker setting the specs declare; observed clusters only.
     broker_settings: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    #: Broker id -> the settings set dynamically on that broker; observed clusters only.
+    broker_dynamic: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
     #: Dynamic cluster-wide broker defaults (what `kafka-configs --entity-default` sets); observed clusters only.
     broker_defaults: Mapping[str, str] = field(default_factory=dict)
 

@@ -1,6 +1,6 @@
 """Broker settings declared in the cluster section, against the running cluster: a dynamic one is applied live
-(no node restarts: every PID stays), drift made with Kafka's own kafka-configs shows in the plan and is put
-back, and one the specs no longer declare is removed."""
+on every broker (no node restarts: every PID stays), drift made with Kafka's own kafka-configs shows in the plan
+and is put back, and one the specs no longer declare is removed."""
 
 from __future__ import annotations
 
@@ -34,32 +34,34 @@ def effective(workspace: Workspace, key: str) -> set[str | None]:
 def test_a_dynamic_broker_setting_is_applied_live_and_drift_from_kafka_configs_is_put_back(
         workspace: Workspace) -> None:
     pids = [record.handle for record in workspace.cluster.deployment.nodes]
+    brokers = sorted(workspace.observe().brokers)
     workspace.write()
     declare(workspace, {"num.io.threads": 12})
     try:
         plan = workspace.plan().plan
-        [change] = plan.changes
-        assert (change.kind, change.action, change.resource, change.key, change.desired) == (
-            Kind.BROKER_CONFIG, Action.CREATE, "cluster default", "num.io.threads", "12")
+        assert [(c.kind, c.action, c.resource, c.key, c.desired) for c in plan.changes] == [
+            (Kind.BROKER_CONFIG, Action.UPDATE, f"broker {b}", "num.io.threads", "12") for b in brokers]
         workspace.apply()
         assert effective(workspace, "num.io.threads") == {"12"}
         assert workspace.plan().plan.empty
 
-        # Behind the specs' back, with Kafka's own tool.
+        # Behind the specs' back, on one broker, with Kafka's own tool.
         run_kafka_tool(CONFIGS, ["--bootstrap-server", workspace.cluster.deployment.bootstrap, "--command-config",
                                  str(workspace.command_config), "--alter", "--entity-type", "brokers",
-                                 "--entity-default", "--add-config", "num.io.threads=10"])
+                                 "--entity-name", str(brokers[0]), "--add-config", "num.io.threads=10"])
         [drift] = workspace.plan().plan.changes
-        assert (drift.action, drift.current, drift.desired) == (Action.UPDATE, "10", "12")
+        assert (drift.resource, drift.action, drift.current, drift.desired) == (
+            f"broker {brokers[0]}", Action.UPDATE, "10", "12")
         workspace.apply()
         assert effective(workspace, "num.io.threads") == {"12"}
     finally:
-        # No longer declared: the dynamic default set for the specs goes (the cluster is shared by other tests).
+        # No longer declared: the values set for the specs go (the cluster is shared by other tests).
         declare(workspace, None)
         removal = workspace.plan().plan.changes
-        assert [(c.kind, c.action, c.key) for c in removal] == [(Kind.BROKER_CONFIG, Action.DELETE, "num.io.threads")]
+        assert {(c.kind, c.action, c.key) for c in removal} == {(Kind.BROKER_CONFIG, Action.DELETE, "num.io.threads")}
         workspace.apply()
     assert workspace.plan().plan.empty and effective(workspace, "num.io.threads") == {"8"}
     # Live: no node was restarted for any of it.
     assert [record.handle for record in workspace.cluster.deployment.nodes] == pids
-    assert all(workspace.cluster.runtime._alive(record) for record in workspace.cluster.deployment.nodes)  # type: ignore[attr-defined]
+    assert all(workspace.cluster.runtime._alive(record)  # type: ignore[attr-defined]
+               for record in workspace.cluster.deployment.nodes)

@@ -292,10 +292,10 @@ def test_broker_settings_are_set_live_through_the_engine_calls_and_removed_with_
     connection = read_connection(local_cluster.state_dir / "admin.properties")
     id_, outputs = host.create(provider, "broker-settings", inputs)
     try:
-        assert observe(connection).state.broker_defaults.get("num.io.threads") == "12"
+        assert {v.get("num.io.threads") for v in observe(connection).state.broker_dynamic.values()} == {"12"}
         assert host.diff(provider, "broker-settings", id_, outputs, inputs).changes == proto.DiffResponse.DIFF_NONE
         _, refreshed = host.read(provider, "broker-settings", id_, outputs, inputs)
         assert refreshed["settings"] == {"num.io.threads": "12"}
     finally:
         host.delete(provider, "broker-settings", id_, outputs)
-    assert "num.io.threads" not in observe(connection).state.broker_defaults
+    assert not any("num.io.threads" in v for v in observe(connection).state.broker_dynamic.values())

@@ -228,28 +228,34 @@ def test_every_change_a_live_plan_applies_carries_what_apply_sends(specs: SpecSe
 
 def test_declared_broker_settings_are_planned_live_or_as_node_work_by_kafkas_update_mode(specs: SpecSet) -> None:
     cluster = dataclasses.replace(specs.cluster, broker_config={
-        "num.io.threads": "16",                   # cluster-wide: the cluster default, live
-        "log.retention.ms": "86400000",           # cluster-wide, and every topic's default retention: shorter
+        "num.io.threads": "16",                   # dynamic (cluster-wide): set live on each broker
+        "log.retention.ms": "86400000",           # dynamic, and every topic's default retention: shorter
         "group.initial.rebalance.delay.ms": "3000",  # read-only: a rolling restart
     })
     declared = dataclasses.replace(specs, cluster=cluster)
     brokers = {b: {"num.io.threads": "8", "log.retention.ms": "604800000", "group.initial.rebalance.delay.ms": "0"}
                for b in BROKERS}
-    observed = applied(specs, broker_settings=brokers, broker_defaults={"background.threads": "20"})
+    observed = applied(specs, broker_settings=brokers, broker_dynamic={1: {"background.threads": "20"}},
+                       broker_defaults={"num.replica.fetchers": "2"})
     plan = live_plan(declared, observed)
     shown = {(c.kind, c.action, c.resource, c.key): c for c in plan.changes}
-    threads = shown[(Kind.BROKER_CONFIG, Action.CREATE, "cluster default", "num.io.threads")]
-    assert (threads.safety, threads.desired) == (Safety.SAFE, "16") and "no restart" in threads.reason
-    retention = shown[(Kind.BROKER_CONFIG, Action.CREATE, "cluster default", "log.retention.ms")]
-    assert retention.safety is Safety.DESTRUCTIVE and "retention.ms" in retention.reason
+    for broker in BROKERS:
+        threads = shown[(Kind.BROKER_CONFIG, Action.UPDATE, f"broker {broker}", "num.io.threads")]
+        assert (threads.safety, threads.current, threads.desired) == (Safety.SAFE, "8", "16")
+        assert "no restart" in threads.reason
+        retention = shown[(Kind.BROKER_CONFIG, Action.UPDATE, f"broker {broker}", "log.retention.ms")]
+        assert retention.safety is Safety.DESTRUCTIVE and "retention.ms" in retention.reason
     rolled = shown[(Kind.CLUSTER, Action.UPDATE, "brokers", "broker_config.group.initial.rebalance.delay.ms")]
     assert rolled.reason.startswith("node work") and (rolled.current, rolled.desired) == ("0", "3000")
-    # Set behind the specs' back with kafka-configs --entity-default: drift, removed.
-    stray = shown[(Kind.BROKER_CONFIG, Action.DELETE, "cluster default", "background.threads")]
+    # Set on broker 1 behind the specs' back (kafka-configs --entity-name 1): drift, removed.
+    stray = shown[(Kind.BROKER_CONFIG, Action.DELETE, "broker 1", "background.threads")]
     assert (stray.current, stray.desired, stray.safety) == ("20", None, Safety.DISRUPTIVE)
     assert {c.key for c in plan.node_work} == {"broker_config.group.initial.rebalance.delay.ms"}
+    # A cluster-wide default neither client library can remove: named in a note, not ignored.
+    assert any("num.replica.fetchers=2" in note for note in plan.notes)
 
-    # Once applied (the defaults set, the brokers restarted with the read-only value), nothing is left.
-    done = applied(specs, broker_defaults={"num.io.threads": "16", "log.retention.ms": "86400000"}, broker_settings={
-        b: {**values, "group.initial.rebalance.delay.ms": "3000"} for b, values in brokers.items()})
+    # Once applied (the values set live, the brokers restarted with the read-only one), nothing is left.
+    done = applied(specs, broker_settings={b: {**values, "num.io.threads": "16", "log.retention.ms": "86400000",
+                                               "group.initial.rebalance.delay.ms": "3000"}
+                                           for b, values in brokers.items()})
     assert live_plan(declared, done).empty

@@ -353,7 +353,7 @@ class Applier:
 
     # --- brokers -------------------------------------------------------------------------------------
     def broker_configs(self, changes: list[Change]) -> None:
-        """Dynamic broker settings, set (or removed) on each broker in one IncrementalAlterConfigs; the brokers
+        """Dynamic broker settings, set (or removed) with one IncrementalAlterConfigs per broker; the brokers
         take them live."""
         entries: dict[str, list[ConfigEntry]] = defaultdict(list)
         for c in changes:
@@ -362,7 +362,8 @@ class Applier:
             op = AlterConfigOpType.DELETE if setting.value is None else AlterConfigOpType.SET
             entries[str(setting.broker)].append(
                 ConfigEntry(c.key, setting.value, incremental_operation=op))
-        self._alter_configs(ResourceType.BROKER, entries, "alter broker settings")
+        for broker, settings in sorted(entries.items()):  # librdkafka: one BROKER resource per request
+            self._alter_configs(ResourceType.BROKER, {broker: settings}, f"alter the settings of broker {broker}")
 
     # --- access --------------------------------------------------------------------------------------
     def acls(self, changes: list[Change]) -> None:

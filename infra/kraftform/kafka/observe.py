@@ -134,8 +134,9 @@ def _broker_configs(admin: Admin, brokers: Collection[int], keys: Collection[str
     every broker reports as the source of the values they set). Neither client library can address the cluster
     default resource itself, so the defaults are read from what the brokers report."""
     admin.requests["DescribeConfigs (brokers)"] += len(brokers)
-    futures = admin.client.describe_configs([ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(brokers)],
-                                            request_timeout=TIMEOUT)
+    # librdkafka takes one BROKER resource per call; the calls go out together and are awaited after.
+    futures = {resource: future for b in sorted(brokers) for resource, future in admin.client.describe_configs(
+        [ConfigResource(ResourceType.BROKER, str(b))], request_timeout=TIMEOUT).items()}
     effective: dict[int, dict[str, str]] = {}
     dynamic: dict[int, dict[str, str]] = {}
     defaults: dict[str, str] = {}

@@ -151,10 +151,10 @@ def _wait_healthy(started: Sequence[Container], what: str, timeout: float) -> li
         for state, container in zip(now, started, strict=True):
             restarted = _restarts(container) > restarts[container.id]
             if state.status in ("exited", "restarting") or state.health == "unhealthy" or restarted:
-                # Docker keeps the last exit code while its restart policy starts the container again.
+                # A container its policy already started again reports the new run's state, not the exit code.
                 code = container.attrs.get("State", {}).get("ExitCode")
-                ended = (f"exit code {code}" if code else state.health) + (", restarted by its policy"
-                                                                           if restarted else "")
+                ended = (f"exit code {code}" if code and not restarted else
+                         "its job ended and its restart policy started it again" if restarted else state.health)
                 raise ClusterUnhealthy(f"{_named(state)} failed ({ended}): {last_words(container)}")
         waiting = [f"{s.container} {s.health}" for s in now if s.health != "healthy"]
         if waiting:

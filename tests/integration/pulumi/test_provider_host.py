@@ -89,6 +89,9 @@ def test_the_topic_set_through_the_engine_calls_and_a_decrease_refused(host: Pro
     inputs, failures = host.check(provider, "topics", {}, props)
     assert failures == [] and inputs["topics"][a]["config"] == {"retention.ms": "86400000"}
     id_, outputs = host.create(provider, "topics", inputs)
+    # Create returns once the brokers it asked report both; another broker may answer this read a moment later.
+    until("both topics in every broker's metadata", 30.0,
+          lambda: {a, b} <= set(observe(connection).state.topics))
     topics = observe(connection).state.topics
     assert id_ == "topics" and topics[a].partitions == 2 and topics[b].partitions == 1
     # The next `pulumi up` with the same specs: nothing to do.

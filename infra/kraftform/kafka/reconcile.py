@@ -47,13 +47,17 @@ class LivePlan:
     passwords: Mapping[str, str | None]
 
 
+def _wanted(declared: SpecSet | Desired) -> Desired:
+    return desired_of(declared) if isinstance(declared, SpecSet) else declared
+
+
 def plan_cluster(connection: Connection, declared: SpecSet | Desired, found: Mapping[str, str | None] | None = None,
                  admin: Admin | None = None) -> LivePlan:
     """Observe in bulk, check the declared users' passwords by logging in, and plan. `declared` is a spec set,
     or the slice of one a caller declares (`plan.live.Desired`: a Pulumi resource's). `found` holds the users'
     passwords when the caller has them (Pulumi secrets); by default they are read from the users' secret
     references."""
-    wanted = desired_of(declared) if isinstance(declared, SpecSet) else declared
+    wanted = _wanted(declared)
     users = wanted.users
     found = passwords(users) if found is None else found
     observation = observe(connection, list(wanted.topics_only) if wanted.topics_only is not None else None, admin,
@@ -79,7 +83,7 @@ def apply_cluster(connection: Connection, declared: SpecSet | Desired, live: Liv
     """Apply `live.plan` and observe again until what the Admin protocol can do of it is done; returns the final
     plan, empty unless it holds node work (`Plan.node_work`: the cluster's own nodes differ from the specs), which
     is never done here and is the caller's to report."""
-    wanted = desired_of(declared) if isinstance(declared, SpecSet) else declared
+    wanted = _wanted(declared)
     check_applicable(live.plan, wanted.users, live.passwords, options)
     applier = Applier(connection, live.passwords, options, progress, admin)
     work = live.plan.without_node_work()

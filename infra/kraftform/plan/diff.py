@@ -43,6 +43,11 @@ class Ownership:
     user: Callable[[str], bool] = lambda _name: True
 
 
+#: Owns nothing: the start of a declaration that owns only its own slice (`dataclasses.replace` in what it owns).
+OWNS_NOTHING = Ownership(topic=lambda _name: False, acl=lambda _binding: False, quota=lambda _entity: False,
+                         user=lambda _name: False)
+
+
 def _limit(value: str | None) -> float:
     number = int(value) if value is not None else -1
     return float("inf") if number < 0 else float(number)

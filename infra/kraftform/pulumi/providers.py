@@ -44,7 +44,7 @@ from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.credentials import check_passwords
 from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
-from kraftform.plan.diff import Ownership
+from kraftform.plan.diff import OWNS_NOTHING
 from kraftform.plan.live import Desired, cluster_identities
 from kraftform.plan.state import ClusterState, UserState
 from kraftform.specset.model import (
@@ -140,7 +140,7 @@ def _access(props: dict[str, Any], admin_user: str | None) -> tuple[Desired, dic
                          quotas={QuotaEntity(u, c): v for (u, c), v in _quota_values(props.get("quotas")).items()},
                          users={u.name: UserState(u.name, u.mechanism, u.iterations) for u in users})
     identities = cluster_identities(admin_user or "")
-    owns = Ownership(topic=lambda _name: False, acl=lambda b: principal is not None and b.principal == principal,
+    owns = dataclasses.replace(OWNS_NOTHING, acl=lambda b: principal is not None and b.principal == principal,
                      quota=lambda e: name is not None and e.user == name,
                      user=lambda u: u == name and u not in identities)
     return Desired(state, owns, users, frozenset({principal}) if principal else frozenset()), found
@@ -249,9 +249,11 @@ class Access(pulumi.dynamic.Resource):
 
 def _broker_desired(props: dict[str, Any]) -> Desired:
     """The broker settings the stack declares (`cluster.broker_config`), owning nothing else."""
-    nothing = Ownership(topic=lambda _n: False, acl=lambda _b: False, quota=lambda _e: False, user=lambda _u: False)
-    return Desired(ClusterState(), nothing, broker_config={k: str(v) for k, v in (props.get("settings") or {}).items()},
-                   topics_only=None)
+    return Desired(ClusterState(), OWNS_NOTHING, broker_config=_settings(props))
+
+
+def _settings(props: dict[str, Any]) -> dict[str, str]:
+    return {k: str(v) for k, v in (props.get("settings") or {}).items()}
 
 
 class BrokerSettingsProvider(ResourceProvider):
@@ -261,9 +263,7 @@ class BrokerSettingsProvider(ResourceProvider):
     plan this resource makes never holds node work it would have to ignore."""
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = {k: str(v) for k, v in (olds.get("settings") or {}).items()} != {
-            k: str(v) for k, v in (news.get("settings") or {}).items()}
-        return DiffResult(changes=changed, replaces=[], stables=[])
+        return DiffResult(changes=_settings(olds) != _settings(news), replaces=[], stables=[])
 
     def _reconcile(self, props: dict[str, Any]) -> None:
         with connection_of(props) as connection:
@@ -283,7 +283,7 @@ class BrokerSettingsProvider(ResourceProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """What the brokers' cluster defaults hold of the declared settings: drift shows on refresh."""
-        declared = {k: str(v) for k, v in (props.get("settings") or {}).items()}
+        declared = _settings(props)
         with connection_of(props) as connection:
             plan = until_answering(connection, "reading the broker settings",
                                    lambda: plan_cluster(connection, _broker_desired(props), {})).plan

@@ -14,6 +14,7 @@ keeps Pulumi's `protect`, which guards `pulumi destroy`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -31,7 +32,7 @@ from pulumi.dynamic import (
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
-from kraftform.plan.diff import Ownership, diff_states
+from kraftform.plan.diff import OWNS_NOTHING, diff_states
 from kraftform.plan.live import Desired
 from kraftform.plan.state import ClusterState, TopicState
 from kraftform.pulumi.providers import connection_of, first_read, until_answering
@@ -60,15 +61,8 @@ def _desired(topics: Mapping[str, Any], removed: Iterable[str]) -> Desired:
     """What the resource declares (its topics) and owns: those, and the ones it held before and no longer
     declares, which the planner then deletes as it deletes any owned topic the specs dropped."""
     owned = frozenset(topics) | frozenset(removed)
-    return Desired(_state(topics), Ownership(topic=lambda name: name in owned, acl=lambda _b: False,
-                                             quota=lambda _e: False, user=lambda _u: False),
+    return Desired(_state(topics), dataclasses.replace(OWNS_NOTHING, topic=lambda name: name in owned),
                    topics_only=tuple(sorted(owned)))
-
-
-def _canonical(topics: Mapping[str, Any] | None) -> dict[str, tuple[int, int, dict[str, str]]]:
-    """Topics compared as Kafka sees them: the engine hands numbers over as floats (a protobuf Struct)."""
-    return {name: (int(t["partitions"]), int(t["replication_factor"]),
-                   {k: str(v) for k, v in (t.get("config") or {}).items()}) for name, t in (topics or {}).items()}
 
 
 def _protected(*props: Mapping[str, Any]) -> bool:
@@ -83,7 +77,7 @@ class TopicSetProvider(ResourceProvider):
         value before the reason (`value {<nil>}` for a nested path), which buried the sentence that matters."""
         failures: list[CheckFailure] = []
         topics: dict[str, Any] = {}
-        before = _canonical(olds.get("topics")) if olds else {}
+        before = _state(olds.get("topics") or {}).topics if olds else {}
         for name, topic in sorted((news.get("topics") or {}).items()):
             config = {}
             for key, value in (topic.get("config") or {}).items():
@@ -107,7 +101,8 @@ class TopicSetProvider(ResourceProvider):
         return CheckResult({**news, "topics": topics}, failures)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = (_canonical(olds.get("topics")) != _canonical(news.get("topics"))
+        # Compared as Kafka sees them: the engine hands numbers over as floats (a protobuf Struct).
+        changed = (_state(olds.get("topics") or {}) != _state(news.get("topics") or {})
                    or bool(olds.get("protect")) != bool(news.get("protect")))
         return DiffResult(changes=changed, replaces=[], stables=[], delete_before_replace=True)
 

@@ -5,35 +5,49 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.cluster.connection import Connection, read_connection
 from kraftform.declared import load_specs
-from kraftform.errors import UsageError
+from kraftform.errors import ClusterUnhealthy, PlanRefusedError, UsageError
 from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.reconcile import LivePlan, apply_cluster, plan_cluster
+from kraftform.plan.changes import Plan, Safety
 from kraftform.plan.render import RENDERERS, render_text, summary
+from kraftform.runtime.rolling import ClusterWork, Nodes, RollOptions, carry_out, cluster_work
 from kraftform.specset.model import Security, SpecSet
 from kraftform.units import parse_rate
 
 COMMAND_CONFIG_HELP = ("client properties of an admin (super) user: the admin.properties written by "
                        "`kraftform cluster up`, or the file you give Kafka's tools as --command-config")
+STATE_DIR_HELP = ("the state directory of a cluster `kraftform cluster up` started: its nodes are planned and "
+                  "changed too (settings read at start, heaps, Kafka version, brokers added or removed)")
+
+
+def _target_options(p: Any) -> None:
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--command-config", type=Path, metavar="FILE", help=COMMAND_CONFIG_HELP)
+    target.add_argument("--state-dir", type=Path, metavar="DIR", help=STATE_DIR_HELP)
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("plan", help="compare the specs with a live cluster; exit 2 when changes are needed")
     p.add_argument("specs_dir", nargs="?", default=DEFAULT_SPECS, metavar="SPECS_DIR")
-    p.add_argument("--command-config", required=True, type=Path, metavar="FILE", help=COMMAND_CONFIG_HELP)
+    _target_options(p)
     p.add_argument("--format", choices=tuple(RENDERERS), default="text")
     p.set_defaults(handler=cmd_plan)
 
     p = sub.add_parser("apply", help="make a live cluster match the specs, then check that it does")
     p.add_argument("specs_dir", nargs="?", default=DEFAULT_SPECS, metavar="SPECS_DIR")
-    p.add_argument("--command-config", required=True, type=Path, metavar="FILE", help=COMMAND_CONFIG_HELP)
+    _target_options(p)
     p.add_argument("--allow-destructive", action="store_true",
-                   help="also make destructive changes (deletions, shorter retention, removed grants)")
+                   help="also make destructive changes (deletions, shorter retention, removed grants, removed "
+                        "brokers and their data)")
+    p.add_argument("--node-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="how long a restarted or added node may take to be back, the cluster whole (default 300)")
     p.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
     p.add_argument("--throttle", default="50MiB/s", metavar="RATE",
                    help="replication throttle while replicas move (default 50MiB/s)")
@@ -59,11 +73,36 @@ def _planned(connection: Connection, specs: SpecSet) -> LivePlan:
     return live
 
 
+@dataclass(frozen=True)
+class Target:
+    """What plan and apply work on: the admin login, the live plan, and with a state directory the runtime
+    that runs the nodes and the node work it found (in `plan`, in place of what the Admin protocol sees)."""
+
+    connection: Connection
+    live: LivePlan
+    plan: Plan
+    runtime: Nodes | None = None
+    work: ClusterWork | None = None
+
+
+def _target(args: argparse.Namespace, specs: SpecSet) -> Target:
+    if args.state_dir is None:
+        connection = read_connection(args.command_config)
+        live = _planned(connection, specs)
+        return Target(connection, live, live.plan)
+    from kraftform.runtime import runtime_of
+    from kraftform.runtime.deployment import admin_config
+
+    connection, runtime = admin_config(args.state_dir), cast(Nodes, runtime_of(args.state_dir))
+    live = _planned(connection, specs)
+    work = cluster_work(runtime, specs.cluster, connection)
+    return Target(connection, live, live.plan.with_node_work(work.changes(specs.cluster)), runtime, work)
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
-    specs = load_specs(args.specs_dir)
-    live = _planned(read_connection(args.command_config), specs)
-    sys.stdout.write(RENDERERS[args.format](live.plan))
-    return 0 if live.plan.empty else 2
+    plan = _target(args, load_specs(args.specs_dir)).plan
+    sys.stdout.write(RENDERERS[args.format](plan))
+    return 0 if plan.empty else 2
 
 
 def _progress(message: str) -> None:
@@ -76,30 +115,60 @@ def cmd_apply(args: argparse.Namespace) -> int:
         throttle = int(parse_rate(args.throttle))
     except ValueError as exc:
         raise UsageError(f"--throttle {args.throttle!r}: {exc}") from None
-    connection = read_connection(args.command_config)
-    live = _planned(connection, specs)
-    sys.stdout.write(render_text(live.plan))
-    if live.plan.empty:
+    target = _target(args, specs)
+    plan = target.plan
+    sys.stdout.write(render_text(plan))
+    if plan.empty:
         return 0
+    destructive = [c for c in plan.node_work if c.safety is Safety.DESTRUCTIVE]
+    if target.work is not None and destructive and not args.allow_destructive:
+        raise PlanRefusedError(f"{len(destructive)} destructive change(s) to the cluster's nodes need "
+                               f"--allow-destructive; nothing was applied:\n" + "\n".join(
+                                   f"  {c.action} {c.resource}: {c.reason}" for c in destructive))
     if not args.auto_approve:
         if not sys.stdin.isatty():
             raise UsageError("apply needs confirmation: run it in a terminal, or pass --auto-approve")
-        if input(f"Apply {summary(live.plan)}? [y/N] ").strip().lower() not in ("y", "yes"):
+        if input(f"Apply {summary(plan)}? [y/N] ").strip().lower() not in ("y", "yes"):
             print("Nothing applied.")
             return 1
     options = ApplyOptions(allow_destructive=args.allow_destructive, throttle_bytes_per_s=throttle)
-    after = apply_cluster(connection, specs, live, options, _progress)
+    if target.runtime is not None and target.work is not None:
+        return _apply_with_nodes(args, specs, target, options)
+    after = apply_cluster(target.connection, specs, target.live, options, _progress)
     node_work = after.plan.node_work
     if not node_work:
-        print(f"Applied {summary(live.plan)}; the cluster now matches the specs.")
+        print(f"Applied {summary(plan)}; the cluster now matches the specs.")
         return 0
-    applied = live.plan.without_node_work()
+    applied = plan.without_node_work()
     print((f"Applied {summary(applied)}. " if applied.changes else "") +
           f"The cluster's nodes still differ from the specs: {len(node_work)} change(s) of node work, which "
-          f"kraftform cannot do through the Admin protocol (--command-config):")
+          f"kraftform cannot do through the Admin protocol (--command-config); `--state-dir` does it for a "
+          f"cluster `kraftform cluster up` started:")
     for change in node_work:
         print(f"  {change.action} {change.kind} {change.resource} {change.key}: {change.current} -> {change.desired}")
     return 2
+
+
+def _apply_with_nodes(args: argparse.Namespace, specs: SpecSet, target: Target, options: ApplyOptions) -> int:
+    """Node work first (new brokers, the roll, partition moves, removals), then what the Admin protocol does,
+    planned again against the reshaped cluster; then nothing may be left."""
+    from kraftform.runtime.deployment import admin_config
+
+    assert target.runtime is not None and target.work is not None
+    if target.work.steps or target.work.moves_partitions:
+        carry_out(target.runtime, specs.cluster, target.work, target.connection,
+                  RollOptions(node_timeout_s=args.node_timeout, throttle_bytes_per_s=options.throttle_bytes_per_s,
+                              purge_removed=args.allow_destructive), _progress)
+    connection = admin_config(args.state_dir)  # the client files list the brokers that run now
+    live = _planned(connection, specs)
+    if not live.plan.without_node_work().empty:
+        apply_cluster(connection, specs, live, options, _progress)
+    left = cluster_work(target.runtime, specs.cluster, connection)
+    if left.steps or left.moves_partitions or left.refused:
+        raise ClusterUnhealthy("the cluster's nodes still differ from the specs after apply:\n" +
+                               render_text(Plan.of(left.changes(specs.cluster))))
+    print(f"Applied {summary(target.plan)}; the cluster now matches the specs.")
+    return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:

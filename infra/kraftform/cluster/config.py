@@ -19,14 +19,13 @@ from dataclasses import dataclass
 
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT, Node, Topology
 from kraftform.server_configs import definition
+from kraftform.specset.model import CONTROLLER_USER, NODE_PRINCIPAL
 
-#: The SCRAM user brokers spoke to each other as before the inter-broker listener became mutual TLS; no
-#: longer created or a super user, but a cluster made before may still hold it, so it is never managed.
-BROKER_USER = "kraftform-broker"
-CONTROLLER_USER = "kraftform-controller"
 SECRETS_FILE = "secrets.properties"
-#: Strip a certificate's DN to its CN: the node named in CN=<name>,O=kraftform is User:<name>.
-PRINCIPAL_MAPPING = "RULE:^CN=([^,]+),.*$/$1/,DEFAULT"
+#: Every node's certificate (CN=<node name>,O=kraftform, signed by the cluster's own CA) maps to one principal,
+#: NODE_PRINCIPAL, as Strimzi's brokers share one: a broker added later is a super user on nodes that started
+#: before it, so growing the cluster restarts nobody. Only nodes hold such certificates (clients log in with SCRAM).
+PRINCIPAL_MAPPING = f"RULE:^CN=[^,]+,O=kraftform$/{NODE_PRINCIPAL}/,DEFAULT"
 SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
@@ -101,7 +100,7 @@ def _secret(paths: NodePaths, key: str) -> str:
 
 
 def super_users(topo: Topology) -> list[str]:
-    users = [topo.cluster.security.admin_user] + [n.name for n in topo.nodes]
+    users = [topo.cluster.security.admin_user, NODE_PRINCIPAL]
     if topo.cluster.security.controller_auth == "plain":
         users.append(CONTROLLER_USER)
     return [f"User:{u}" for u in users]

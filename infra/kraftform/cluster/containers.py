@@ -139,13 +139,23 @@ def _healthcheck(r: RenderedNode) -> Healthcheck:
     return Healthcheck(("CMD-SHELL", f"cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q {listening}"))
 
 
+def render_in_containers(topo: Topology, secrets: ClusterSecrets) -> tuple[RenderedNode, ...]:
+    """Every node's files and settings as its container runs them."""
+    return render_cluster(topo, docker_addressing(topo), {n.name: NodePaths(CONFIG_DIR, DATA_DIR) for n in topo.nodes},
+                          secrets)
+
+
+def kafka_image(version: str) -> str:
+    """The locally built image of a Kafka version (`runtime.images.build_kafka` builds it)."""
+    return LOCAL_IMAGE if version == KAFKA_VERSION else f"kraftform/kafka:{version}"
+
+
 def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_IMAGE) -> tuple[ContainerSpec, ...]:
     """One container per node, on one network, each with its own data volume."""
     addr = docker_addressing(topo)
-    paths = {n.name: NodePaths(CONFIG_DIR, DATA_DIR) for n in topo.nodes}
     network = f"kraftform-{topo.cluster.name}"
     specs = []
-    for r in render_cluster(topo, addr, paths, secrets):
+    for r in render_in_containers(topo, secrets):
         files = tuple(ContainerFile(f"{CONFIG_DIR}/{f.relative_path}", f.content, f.mode, f.secret) for f in r.files)
         files += (ContainerFile(f"{CONFIG_DIR}/{FORMAT_ARGS}", " ".join(r.scram_args) + "\n", 0o600, True),)
         port = addr.external_port(topo, r.node)

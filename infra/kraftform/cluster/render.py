@@ -12,6 +12,7 @@ import secrets as pysecrets
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kraftform.cluster.certificates import KeyPair, issue, make_ca
 from kraftform.cluster.config import (
@@ -70,6 +71,19 @@ def make_secrets(topo: Topology, addr: Addressing, admin_password: str | None = 
     if keep:
         return dataclasses.replace(keep, node_keys=keys)
     return ClusterSecrets(new_cluster_id(), ca, keys, admin_password or new_password(), new_password())
+
+
+def secrets_to_dict(s: ClusterSecrets) -> dict[str, Any]:
+    """Plain data, for the Pulumi state (as secret outputs) and the runtimes' private `secrets.json`."""
+    return {"cluster_id": s.cluster_id, "ca_cert": s.ca.cert_pem, "ca_key": s.ca.key_pem,
+            "node_keys": {n: {"cert": k.cert_pem, "key": k.key_pem} for n, k in s.node_keys.items()},
+            "admin_password": s.admin_password, "controller_password": s.controller_password}
+
+
+def secrets_from_dict(o: Mapping[str, Any]) -> ClusterSecrets:
+    return ClusterSecrets(o["cluster_id"], KeyPair(o["ca_cert"], o["ca_key"]),
+                          {n: KeyPair(k["cert"], k["key"]) for n, k in o["node_keys"].items()},
+                          o["admin_password"], o["controller_password"])
 
 
 def _is_ip(host: str) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from kraftform.plan.nodes import NodeStep
 from kraftform.specset.model import AclBinding, QuotaEntity
 
 
@@ -110,7 +111,7 @@ class Credential:
 
 
 Payload = (NewTopic | ConfigValue | BrokerSetting | PartitionCount | Reassignment | AclBinding | QuotaValue
-           | Credential | None)
+           | Credential | NodeStep | None)
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,12 @@ class Plan:
 
     def without_node_work(self) -> Plan:
         return dataclasses.replace(self, changes=tuple(c for c in self.changes if c.kind is not Kind.CLUSTER))
+
+    def with_node_work(self, changes: list[Change]) -> Plan:
+        """This plan with its node work replaced by what a runtime that knows the nodes found (`runtime.rolling`):
+        more than the Admin protocol can observe (heaps, Kafka versions, every rendered setting)."""
+        kept = [c for c in self.changes if c.kind is not Kind.CLUSTER]
+        return dataclasses.replace(self, changes=tuple(sorted(kept + changes, key=Change.sort_key)))
 
     def to_dict(self) -> dict[str, Any]:
         return {"subject": self.subject,

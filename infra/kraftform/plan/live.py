@@ -11,13 +11,21 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kraftform.cluster.config import BROKER_USER, CONTROLLER_USER
 from kraftform.plan.brokers import broker_setting_changes, node_changes, stray_cluster_defaults
 from kraftform.plan.changes import Change, Plan
 from kraftform.plan.diff import Ownership, diff_states
 from kraftform.plan.render import listed
 from kraftform.plan.state import ClusterState, state_of
-from kraftform.specset.model import DEFAULT_ENTITY, AclBinding, ClusterSpec, QuotaEntity, SpecSet, UserSpec
+from kraftform.specset.model import (
+    BROKER_USER,
+    CONTROLLER_USER,
+    DEFAULT_ENTITY,
+    AclBinding,
+    ClusterSpec,
+    QuotaEntity,
+    SpecSet,
+    UserSpec,
+)
 
 #: Kafka's internal topics (`__consumer_offsets`, ...) and kraftform's own (`kraftform.health`).
 RESERVED_PREFIXES = ("__", "kraftform.")

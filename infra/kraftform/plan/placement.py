@@ -9,7 +9,7 @@ a decrease drops replicas from racks used twice first, then from the busiest bro
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 Assignment = tuple[tuple[int, ...], ...]
 
@@ -45,3 +45,110 @@ def describe(assignment: Assignment) -> str:
     """`1,2,3 | 2,3,1`: short enough for a plan line, exact enough to review."""
     shown = " | ".join(",".join(map(str, replicas)) for replicas in assignment[:6])
     return shown + (f" | ... ({len(assignment)} partitions)" if len(assignment) > 6 else "")
+
+
+Partition = tuple[str, int]
+
+
+class PlacementRefused(ValueError):
+    """The brokers left cannot hold what the partitions need; the message names the topics."""
+
+
+def spread(replicas: Sequence[int], brokers: Mapping[int, str | None]) -> int:
+    """How many failure domains (racks; brokers when no racks are set) a partition's replicas stand in."""
+    return len({brokers.get(b) or f"broker-{b}" for b in replicas})
+
+
+def _rack(brokers: Mapping[int, str | None], broker: int) -> str:
+    return brokers.get(broker) or f"broker-{broker}"
+
+
+def drain(assignment: Mapping[Partition, Sequence[int]], brokers: Mapping[int, str | None],
+          leaving: Collection[int]) -> dict[Partition, tuple[int, ...]]:
+    """Every replica on a leaving broker moved to a staying one, in the same place in the replica list (the
+    preferred leader keeps its position): to a broker of a rack the partition does not use yet, then the least
+    loaded. `brokers` maps every broker, leaving ones included, to its rack. Raises PlacementRefused naming the
+    topics whose replication factor or rack spread the staying brokers cannot hold."""
+    staying = sorted(b for b in brokers if b not in leaving)
+    load = Counter(b for replicas in assignment.values() for b in replicas if b not in leaving)
+    out: dict[Partition, tuple[int, ...]] = {}
+    short: set[str] = set()
+    narrower: set[str] = set()
+    for tp, replicas in sorted(assignment.items()):
+        kept = list(replicas)
+        for i, b in enumerate(replicas):
+            if b not in leaving:
+                continue
+            others = {_rack(brokers, x) for j, x in enumerate(kept) if j != i}
+            candidates = [c for c in staying if c not in kept]
+            if not candidates:
+                short.add(tp[0])
+                break
+            best = min(candidates, key=lambda c: (_rack(brokers, c) in others, load[c], c))
+            kept[i] = best
+            load[best] += 1
+        else:
+            if spread(kept, brokers) < spread(replicas, brokers):
+                narrower.add(tp[0])
+            out[tp] = tuple(kept)
+    if short:
+        raise PlacementRefused(f"{len(staying)} broker(s) would stay, fewer than the replication factor of "
+                               f"{', '.join(sorted(short))}: lower it first, or keep the brokers")
+    if narrower:
+        raise PlacementRefused(f"the staying brokers' racks cannot keep the rack spread of "
+                               f"{', '.join(sorted(narrower))}: keep a broker in each rack they use")
+    return out
+
+
+def balance(assignment: Mapping[Partition, Sequence[int]],
+            brokers: Mapping[int, str | None]) -> dict[Partition, tuple[int, ...]]:
+    """Replicas moved, one at a time, from the broker holding the most to one holding at least two fewer,
+    never narrowing a partition's rack spread, until no such move is left: then each broker holds within one
+    replica of the others it can trade with (brokers of its rack, when racks hold different numbers of
+    brokers). Then preferred leaders (first replicas) are reordered, which moves no data, until leaders per
+    broker are within one of each other where the replicas allow."""
+    current = {tp: list(r) for tp, r in assignment.items()}
+    hosted: dict[int, set[Partition]] = {b: set() for b in brokers}
+    for tp, replicas in current.items():
+        for b in replicas:
+            hosted.setdefault(b, set()).add(tp)
+
+    def move_one() -> bool:
+        by_load = sorted(brokers, key=lambda b: (-len(hosted[b]), b))
+        for over in by_load:
+            for under in reversed(by_load):
+                if len(hosted[over]) - len(hosted[under]) < 2:
+                    break
+                for tp in sorted(hosted[over]):
+                    replicas = current[tp]
+                    if under in replicas:
+                        continue
+                    moved = [under if b == over else b for b in replicas]
+                    if spread(moved, brokers) < spread(replicas, brokers):
+                        continue
+                    current[tp] = moved
+                    hosted[over].discard(tp)
+                    hosted[under].add(tp)
+                    return True
+        return False
+
+    while move_one():
+        pass
+    leaders = Counter(r[0] for r in current.values())
+
+    def lead_one() -> bool:
+        for over in sorted(brokers, key=lambda b: (-leaders[b], b)):
+            for tp in sorted(t for t, r in current.items() if r[0] == over):
+                replicas = current[tp]
+                under = min(replicas[1:], key=lambda b: (leaders[b], b), default=None)
+                if under is not None and leaders[over] - leaders[under] >= 2:
+                    replicas.remove(under)
+                    replicas.insert(0, under)
+                    leaders[over] -= 1
+                    leaders[under] += 1
+                    return True
+        return False
+
+    while lead_one():
+        pass
+    return {tp: tuple(r) for tp, r in current.items()}

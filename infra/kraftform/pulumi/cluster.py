@@ -16,7 +16,6 @@ import pulumi
 import pulumi_docker as docker
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ResourceProvider, UpdateResult
 
-from kraftform.cluster.certificates import KeyPair
 from kraftform.cluster.containers import (
     LABEL_CLUSTER,
     ContainerSpec,
@@ -25,7 +24,7 @@ from kraftform.cluster.containers import (
     docker_addressing,
     in_containers,
 )
-from kraftform.cluster.render import ClusterSecrets, make_secrets
+from kraftform.cluster.render import make_secrets, secrets_from_dict, secrets_to_dict
 from kraftform.cluster.topology import Topology, topology
 from kraftform.specset.model import ClusterSpec, ExternalListener, Security
 from kraftform.units import go_duration
@@ -34,18 +33,6 @@ T = TypeVar("T")
 #: Kept encrypted in the state. The cluster id is not among them: Kafka hands it to every client in
 #: Metadata and DescribeCluster responses, and it stands in every container's format command.
 SECRET_OUTPUTS = ["ca_key", "node_keys", "admin_password", "controller_password"]
-
-
-def secrets_to_outputs(s: ClusterSecrets) -> dict[str, Any]:
-    return {"cluster_id": s.cluster_id, "ca_cert": s.ca.cert_pem, "ca_key": s.ca.key_pem,
-            "node_keys": {n: {"cert": k.cert_pem, "key": k.key_pem} for n, k in s.node_keys.items()},
-            "admin_password": s.admin_password, "controller_password": s.controller_password}
-
-
-def secrets_from_outputs(o: dict[str, Any]) -> ClusterSecrets:
-    return ClusterSecrets(o["cluster_id"], KeyPair(o["ca_cert"], o["ca_key"]),
-                          {n: KeyPair(k["cert"], k["key"]) for n, k in o["node_keys"].items()},
-                          o["admin_password"], o["controller_password"])
 
 
 def _spec_of(props: dict[str, Any]) -> ClusterSpec:
@@ -78,7 +65,7 @@ class ClusterSecretsProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         topo = topology(_spec_of(props))
         made = make_secrets(topo, docker_addressing(topo), props.get("requested_admin_password") or None)
-        return CreateResult(props["name"], {**props, **secrets_to_outputs(made)})
+        return CreateResult(props["name"], {**props, **secrets_to_dict(made)})
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changed = [k for k in self.INPUTS if olds.get(k) != news.get(k)]
@@ -86,8 +73,8 @@ class ClusterSecretsProvider(ResourceProvider):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         topo = topology(_spec_of(news))
-        kept = make_secrets(topo, docker_addressing(topo), keep=secrets_from_outputs(olds))
-        return UpdateResult({**news, **secrets_to_outputs(kept)})
+        kept = make_secrets(topo, docker_addressing(topo), keep=secrets_from_dict(olds))
+        return UpdateResult({**news, **secrets_to_dict(kept)})
 
 
 def secrets_inputs(spec: ClusterSpec, admin_password: pulumi.Input[str] | None) -> dict[str, Any]:
@@ -168,7 +155,7 @@ class KafkaCluster(pulumi.ComponentResource):
         # Rendered from secrets, so Pulumi would mark every field secret; only the uploaded files are (they hold
         # the keys and passwords, and are made secret below). Names, ports and the command stay readable.
         specs = pulumi.Output.unsecret(outputs.apply(lambda values: container_specs(
-            topo, secrets_from_outputs(dict(zip(keys, values, strict=True))), image)))
+            topo, secrets_from_dict(dict(zip(keys, values, strict=True))), image)))
         self.network = docker.Network(f"{name}-network", name=specs.apply(lambda all_specs: all_specs[0].network),
                                       labels=[docker.NetworkLabelArgs(label=LABEL_CLUSTER, value=spec.name)],
                                       opts=child)

@@ -4,6 +4,8 @@
     STATE_DIR/admin.properties      Java admin client config (0600: holds the admin password)
     STATE_DIR/admin.librdkafka.conf librdkafka admin config for kcat and confluent-kafka (0600)
     STATE_DIR/ca.pem                the cluster's CA certificate
+    STATE_DIR/secrets.json          the CA key, node keys, cluster id and passwords (0600): what adding a
+                                    node or rendering a node's new configuration needs
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kraftform.cluster.connection import Connection, read_connection
+from kraftform.cluster.render import ClusterSecrets, RenderedNode, secrets_from_dict, secrets_to_dict
 from kraftform.cluster.topology import Topology
 from kraftform.errors import UsageError
+from kraftform.plan.nodes import NodePlan, RunningNode
 
 STATE_FILE = "cluster.json"
+SECRETS_FILE = "secrets.json"
 
 
 @dataclass
@@ -30,6 +35,11 @@ class NodeRecord:
     #: JVM heap, so a node restarted on its own gets the heap the spec gave it (None: written before heaps
     #: were recorded; the defaults apply).
     heap_bytes: int | None = None
+    #: The node's rendered server.properties as it was started (no secrets in them: those are read from
+    #: secrets.properties), so a changed cluster section shows as the nodes it changes (`plan.nodes`).
+    properties: dict[str, str] | None = None
+    #: The Kafka version the node runs (None: the deployment's, recorded before nodes had their own).
+    kafka_version: str | None = None
 
 
 @dataclass
@@ -42,6 +52,8 @@ class Deployment:
     nodes: list[NodeRecord] = field(default_factory=list)
     #: Runtime-specific facts (network name, image, address base).
     extra: dict[str, str] = field(default_factory=dict)
+    #: Nodes being replaced, as they ran before: what a failed restart goes back to.
+    previous: dict[str, NodeRecord] = field(default_factory=dict)
 
     def node(self, name: str) -> NodeRecord:
         for record in self.nodes:
@@ -49,6 +61,31 @@ class Deployment:
                 return record
         raise UsageError(f"no node {name!r} in cluster {self.cluster_name!r} "
                          f"(nodes: {', '.join(n.name for n in self.nodes)})")
+
+
+def running_nodes(deployment: Deployment) -> tuple[RunningNode, ...]:
+    return tuple(RunningNode(r.name, r.node_id, tuple(r.roles), r.properties, r.heap_bytes,
+                             r.kafka_version or deployment.kafka_version) for r in deployment.nodes)
+
+
+def started(rendered: RenderedNode, kafka_version: str, handle: str = "") -> NodeRecord:
+    """The record of a node started from `rendered`."""
+    node = rendered.node
+    return NodeRecord(node.name, node.node_id, list(node.roles), handle, node.heap_bytes, dict(rendered.properties),
+                      kafka_version)
+
+
+def save_secrets(state_dir: Path, secrets: ClusterSecrets) -> None:
+    write_private(state_dir / SECRETS_FILE, json.dumps(secrets_to_dict(secrets)))
+
+
+def load_secrets(state_dir: Path) -> ClusterSecrets:
+    path = state_dir / SECRETS_FILE
+    if not path.is_file():
+        raise UsageError(f"{state_dir}: no {SECRETS_FILE}: this cluster was started by an earlier kraftform that "
+                         f"did not keep its CA, so no node can be added or given a new configuration; replace the "
+                         f"cluster to manage its nodes")
+    return secrets_from_dict(json.loads(path.read_text()))
 
 
 def write_private(path: Path, content: str) -> None:
@@ -71,6 +108,7 @@ def load(state_dir: Path) -> Deployment:
         raise UsageError(f"{state_dir}: no cluster here (no {STATE_FILE}); start one with `kraftform cluster up`")
     data = json.loads(path.read_text())
     data["nodes"] = [NodeRecord(**n) for n in data["nodes"]]
+    data["previous"] = {k: NodeRecord(**n) for k, n in data.get("previous", {}).items()}
     return Deployment(**data)
 
 
@@ -96,17 +134,18 @@ def drift(deployment: Deployment, topo: Topology) -> list[str]:
     return found
 
 
-def require_as_declared(state_dir: Path, deployment: Deployment, topo: Topology) -> None:
-    """`cluster up` on a running cluster that its specs no longer describe says so, never starting the old shape
-    and waiting for nodes nothing starts."""
-    differences = drift(deployment, topo)
+def require_as_declared(state_dir: Path, deployment: Deployment, topo: Topology,
+                        plan: NodePlan | None) -> None:
+    """`cluster up` on a running cluster that its specs no longer describe says so and points at `apply`, never
+    starting the old shape and waiting for nodes nothing starts. `plan` None: a cluster whose secrets were
+    not kept (an earlier kraftform), compared by its shape only."""
+    differences = drift(deployment, topo) if plan is None else [s.summary for s in plan.steps] + list(plan.refused)
     if differences:
         raise UsageError(
-            f"the cluster in {state_dir} runs a shape its specs no longer describe: {'; '.join(differences)}. "
-            f"kraftform does not change a running cluster's nodes yet (adding brokers, rolling new settings and "
-            f"upgrades are to come): keep the cluster section as it runs, or replace the cluster (`kraftform "
-            f"cluster down --state-dir {state_dir} --purge`, which deletes its data, then `cluster up`). "
-            f"`kraftform plan` shows the broker difference against the running cluster")
+            f"the cluster in {state_dir} differs from its specs: {'; '.join(differences)}. `kraftform plan "
+            f"--state-dir {state_dir}` shows each step and `kraftform apply --state-dir {state_dir}` carries them "
+            f"out (one node at a time, through the roll's health gates); `cluster up` only starts a cluster as "
+            f"its specs describe it")
 
 
 def load_existing(state_dir: Path, runtime: str, cluster_name: str) -> Deployment | None:

@@ -19,21 +19,29 @@ from docker.models.containers import Container
 from kraftform.cluster.config import Addressing
 from kraftform.cluster.containers import (
     LABEL_CLUSTER,
-    LOCAL_IMAGE,
     ContainerSpec,
     bootstrap_servers,
     container_specs,
     docker_addressing,
     in_containers,
+    kafka_image,
+    render_in_containers,
     volume_name,
 )
-from kraftform.cluster.render import make_secrets
+from kraftform.cluster.render import ClusterSecrets, RenderedNode, make_secrets
 from kraftform.cluster.topology import topology
 from kraftform.errors import UsageError
 from kraftform.kafka.health import ClusterHealth, wait_healthy
+from kraftform.plan.nodes import NodePlan, node_plan
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.engine import attached, create_container, docker_client, remove_attached, remove_if_present
+from kraftform.runtime.images import build_kafka
+from kraftform.runtime.local import last_error_line
 from kraftform.specset.model import ClusterSpec
+
+
+def _previous(name: str) -> str:
+    return f"{name}-previous"
 
 
 class DockerRuntime:
@@ -54,21 +62,38 @@ class DockerRuntime:
     def create_container(self, client: docker.DockerClient, spec: ContainerSpec) -> Container:
         return create_container(client, spec)
 
+    def _image(self, kafka_version: str) -> str:
+        return self.image or kafka_image(kafka_version)
+
+    def _specs(self, cluster: ClusterSpec, secrets: ClusterSecrets, kafka_version: str) -> dict[str, ContainerSpec]:
+        return {s.name: s for s in container_specs(topology(in_containers(cluster)), secrets,
+                                                   self._image(kafka_version))}
+
+    def rendered(self, cluster: ClusterSpec) -> tuple[RenderedNode, ...]:
+        """Every node as the specs now describe it, with this cluster's own CA, keys and passwords."""
+        topo = topology(in_containers(cluster))
+        return render_in_containers(topo, make_secrets(topo, docker_addressing(topo),
+                                                       keep=dep.load_secrets(self.state_dir)))
+
+    def node_plan(self, cluster: ClusterSpec) -> NodePlan | None:
+        if not (self.state_dir / dep.SECRETS_FILE).is_file():
+            return None
+        return node_plan(dep.running_nodes(dep.load(self.state_dir)), self.rendered(cluster), cluster.kafka_version)
+
     def up(self, cluster: ClusterSpec, admin_password: str | None = None, timeout: float = 240) -> ClusterHealth:
         """Create the network, volumes and containers and start them; idempotent like the local runtime."""
         cluster = in_containers(cluster)
         client = self.client
         topo = topology(cluster)
         addr: Addressing = docker_addressing(topo)
-        image = self.image or LOCAL_IMAGE
         deployment = dep.load_existing(self.state_dir, self.name, cluster.name)
         if deployment is not None:
-            dep.require_as_declared(self.state_dir, deployment, topo)
+            dep.require_as_declared(self.state_dir, deployment, topo, self.node_plan(cluster))
             for record in deployment.nodes:
                 client.containers.get(record.handle).start()
         else:
             secrets = make_secrets(topo, addr, admin_password)
-            specs = container_specs(topo, secrets, image)
+            specs = container_specs(topo, secrets, self._image(cluster.kafka_version))
             leftovers = [s.volume for s in specs if client.volumes.list(filters={"name": f"^{s.volume}$"})]
             if leftovers:
                 # Their data belongs to another cluster id; never reuse or delete it silently.
@@ -76,6 +101,7 @@ class DockerRuntime:
                     f"data volumes from an earlier cluster exist ({', '.join(leftovers)}) but {self.state_dir} "
                     f"holds no cluster: use that cluster's --state-dir, or remove them with "
                     f"`docker volume rm {' '.join(leftovers)}`")
+            dep.save_secrets(self.state_dir, secrets)
             self._network(client, specs[0].network, cluster.name)
             for spec in specs:
                 remove_if_present(client, spec.name)
@@ -85,10 +111,104 @@ class DockerRuntime:
                                    cluster.security.sasl_mechanism, secrets.ca.cert_pem)
             deployment = dep.Deployment(
                 self.name, cluster.name, bootstrap, cluster.brokers, cluster.kafka_version,
-                [dep.NodeRecord(n.name, n.node_id, list(n.roles), n.name, n.heap_bytes) for n in topo.nodes],
-                {"network": specs[0].network, "image": image})
+                [dep.started(r, cluster.kafka_version, r.node.name) for r in render_in_containers(topo, secrets)],
+                {"network": specs[0].network, "image": self._image(cluster.kafka_version)})
             dep.save(self.state_dir, deployment)
         return wait_healthy(dep.admin_config(self.state_dir), cluster.brokers, timeout)
+
+    # --- what a roll and a resize do to single nodes (`runtime.rolling.Nodes`) ---------------------------
+    def _spec(self, cluster: ClusterSpec, name: str) -> ContainerSpec:
+        """A node's container as the specs now describe it; the image of their Kafka version built if missing."""
+        if self.image is None:
+            build_kafka(self.client, [], cluster.kafka_version)
+        return self._specs(cluster, dep.load_secrets(self.state_dir), cluster.kafka_version)[name]
+
+    def process_id(self, name: str) -> str:
+        """The container's id and start time: a restart changes the second."""
+        try:
+            container = self.client.containers.get(name)
+        except NotFound:
+            return ""
+        state = container.attrs["State"]
+        return f"{container.id[:12]}@{state['StartedAt']}" if state.get("Running") else ""
+
+    def replace_node(self, cluster: ClusterSpec, rendered: RenderedNode) -> None:
+        """Stop the node's container (a controlled shutdown), keep it aside as `<name>-previous`, and start a new
+        one from its new spec on the same data volume; `settle_node` or `revert_node` ends it."""
+        client, name = self.client, rendered.node.name
+        spec = self._spec(cluster, name)
+        deployment = dep.load(self.state_dir)
+        record = deployment.node(name)
+        old = client.containers.get(record.handle)
+        old.stop(timeout=60)
+        remove_if_present(client, _previous(name))
+        old.rename(_previous(name))
+        self.create_container(client, spec).start()
+        deployment.previous[name] = record
+        deployment.nodes[deployment.nodes.index(record)] = dep.started(rendered, cluster.kafka_version, name)
+        dep.save(self.state_dir, deployment)
+
+    def revert_node(self, name: str) -> None:
+        client = self.client
+        deployment = dep.load(self.state_dir)
+        record, old = deployment.node(name), deployment.previous.pop(name)
+        remove_if_present(client, name)
+        previous = client.containers.get(_previous(name))
+        previous.rename(name)
+        previous.start()
+        deployment.nodes[deployment.nodes.index(record)] = old
+        dep.save(self.state_dir, deployment)
+
+    def settle_node(self, name: str) -> None:
+        deployment = dep.load(self.state_dir)
+        if deployment.previous.pop(name, None) is not None:
+            dep.save(self.state_dir, deployment)
+        remove_if_present(self.client, _previous(name))
+
+    def add_node(self, cluster: ClusterSpec, rendered: RenderedNode) -> None:
+        """A new container on a new volume; its command formats the volume with the cluster's id first."""
+        client, name = self.client, rendered.node.name
+        spec = self._spec(cluster, name)
+        if client.volumes.list(filters={"name": f"^{spec.volume}$"}):
+            raise UsageError(f"a data volume {spec.volume} exists from an earlier node {name}; kraftform will not "
+                             f"adopt its data: remove it (`docker volume rm {spec.volume}`) and apply again")
+        remove_if_present(client, name)
+        self.create_container(client, spec).start()
+        deployment = dep.load(self.state_dir)
+        deployment.nodes.append(dep.started(rendered, cluster.kafka_version, name))
+        dep.save(self.state_dir, deployment)
+
+    def remove_node(self, name: str, purge: bool) -> None:
+        client = self.client
+        deployment = dep.load(self.state_dir)
+        record = deployment.node(name)
+        with contextlib.suppress(NotFound):
+            client.containers.get(record.handle).stop(timeout=60)
+        deployment.nodes.remove(record)
+        dep.save(self.state_dir, deployment)
+        if purge:
+            remove_if_present(client, record.handle)
+            with contextlib.suppress(NotFound):
+                client.volumes.get(volume_name(name)).remove(force=True)
+
+    def last_error(self, name: str) -> str:
+        try:
+            logs = self.client.containers.get(name).logs(tail=400).decode(errors="replace")
+        except NotFound:
+            return "(its container is gone)"
+        return last_error_line(logs)
+
+    def set_bootstrap(self, cluster: ClusterSpec) -> None:
+        cluster = in_containers(cluster)
+        secrets = dep.load_secrets(self.state_dir)
+        specs = container_specs(topology(cluster), secrets, self._image(cluster.kafka_version))
+        bootstrap = bootstrap_servers(specs, cluster.security.external_listener.host)
+        dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
+                               cluster.security.sasl_mechanism, secrets.ca.cert_pem)
+        deployment = dep.load(self.state_dir)
+        deployment.bootstrap, deployment.brokers = bootstrap, cluster.brokers
+        deployment.kafka_version = cluster.kafka_version
+        dep.save(self.state_dir, deployment)
 
     def kill_node(self, name: str, signal: str = "SIGKILL") -> None:
         container = self.client.containers.get(dep.load(self.state_dir).node(name).handle)

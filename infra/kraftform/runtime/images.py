@@ -26,7 +26,7 @@ from docker.errors import APIError, BuildError, ImageNotFound
 
 import kraftform
 from kraftform.artifacts import connector_home, ensure_kafka
-from kraftform.cluster.containers import CONTAINER_UID, KAFKA_LIBS, LOCAL_IMAGE
+from kraftform.cluster.containers import CONTAINER_UID, KAFKA_LIBS, kafka_image
 from kraftform.errors import EnvironmentMissing
 from kraftform.spark.containers import SPARK_CACHE, SPARK_HOME_DIR, SPARK_VENV, WORK_DIR
 from kraftform.versions import DEBIAN_SUITE, JRE_PACKAGE, KAFKA_VERSION, KCAT_SUITE, SPARK_VERSION
@@ -117,7 +117,7 @@ def build_kcat(client: docker.DockerClient, log: list[str]) -> str:
 
 
 def build_kafka(client: docker.DockerClient, log: list[str], version: str = KAFKA_VERSION) -> str:
-    tag = LOCAL_IMAGE if version == KAFKA_VERSION else f"kraftform/kafka:{version}"
+    tag = kafka_image(version)
     if _exists(client, tag):
         log.append(f"{tag}: present")
         return tag

@@ -13,15 +13,24 @@ import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
 from kraftform.artifacts import ensure_kafka
 from kraftform.cluster.config import Addressing, NodePaths
-from kraftform.cluster.render import RenderedNode, format_args, make_secrets, render_cluster, server_args
-from kraftform.cluster.topology import CLIENT_PORT, Node, Role, Topology, topology
+from kraftform.cluster.render import (
+    ClusterSecrets,
+    RenderedNode,
+    format_args,
+    make_secrets,
+    render_cluster,
+    server_args,
+)
+from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_ID_BASE, Node, Role, Topology, topology
 from kraftform.errors import ClusterUnhealthy, EnvironmentMissing
 from kraftform.kafka.health import ClusterHealth, wait_healthy
+from kraftform.plan.nodes import NodePlan, node_plan
 from kraftform.runtime import deployment as dep
 from kraftform.specset.model import DEFAULT_BROKER_HEAP, DEFAULT_CONTROLLER_HEAP, ClusterSpec
 from kraftform.waiting import until
@@ -31,12 +40,15 @@ FORMAT_TIMEOUT = 120
 
 def loopback_base(state_dir: Path) -> str:
     digest = hashlib.sha256(str(state_dir.resolve()).encode()).digest()
-    return f"127.{20 + digest[0] % 200}.0."
+    return f"127.{20 + digest[0] % 200}."
 
 
 def local_addressing(topo: Topology, state_dir: Path) -> Addressing:
+    """From the node id, never its position, so an added node moves nobody: brokers (and combined nodes) on
+    127.A.0.<id>, dedicated controllers on 127.A.1.<id - 1000>."""
     base = loopback_base(state_dir)
-    hosts = {n.name: f"{base}{i + 1}" for i, n in enumerate(topo.nodes)}
+    hosts = {n.name: (f"{base}1.{n.node_id - CONTROLLER_ID_BASE}" if n.node_id > CONTROLLER_ID_BASE
+                      else f"{base}0.{n.node_id}") for n in topo.nodes}
     return Addressing(advertised=hosts, bind=hosts, external_host=None)
 
 
@@ -49,7 +61,8 @@ def java_binary() -> str:
 
 
 class LocalRuntime:
-    """`up`, `stop`, `down`, `kill_node`, `start_node`, `resident_bytes` for one state directory."""
+    """`up`, `stop`, `down`, `kill_node`, `start_node`, `resident_bytes` for one state directory, and the node
+    operations a roll and a resize need (`Nodes`)."""
 
     name = "local"
 
@@ -73,16 +86,13 @@ class LocalRuntime:
                 target.write_text(f.content)
         Path(rendered.paths.data_dir).mkdir(parents=True, exist_ok=True)
 
-    def _classpath(self, home: Path) -> str:
-        return str(home / "libs" / "*")
-
-    def _format(self, home: Path, nodes: tuple[RenderedNode, ...], cluster_id: str) -> None:
-        java = java_binary()
+    def _format(self, nodes: Sequence[RenderedNode], cluster_id: str, kafka_version: str) -> None:
+        java, classpath = java_binary(), _classpath(kafka_version)
         procs = []
         for r in nodes:
             if (Path(r.paths.data_dir) / "meta.properties").exists():
                 continue
-            cmd = [java, *format_args(self._classpath(home), cluster_id, r.paths), *r.scram_args]
+            cmd = [java, *format_args(classpath, cluster_id, r.paths), *r.scram_args]
             procs.append((r, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
         for r, proc in procs:
             out, _ = proc.communicate(timeout=FORMAT_TIMEOUT)
@@ -90,46 +100,67 @@ class LocalRuntime:
                 # The command line holds SCRAM passwords; report only the tool's output.
                 raise EnvironmentMissing(f"formatting {r.node.name} failed:\n{out[-2000:]}")
 
-    def _start(self, home: Path, node: Node) -> int:
-        """Launch one node from the files already in its directory; returns its pid."""
+    def _start(self, record: dep.NodeRecord, kafka_version: str) -> None:
+        """Launch one node from the files already in its directory, with the heap and Kafka version its record
+        holds; the record gets the new process id."""
+        roles = cast(tuple[Role, ...], tuple(record.roles))
+        heap = record.heap_bytes or (DEFAULT_BROKER_HEAP if "broker" in roles else DEFAULT_CONTROLLER_HEAP)
+        node = Node(record.node_id, record.name, roles, heap_bytes=heap)
         paths = self._node_paths(node.name)
-        log = open(self.node_dir(node.name) / "kafka.log", "ab")  # noqa: SIM115 - handed to the child
-        cmd = [java_binary(), *server_args(node, paths, self._classpath(home))]
+        log = open(self.node_dir(node.name) / LOG_FILE, "ab")  # noqa: SIM115 - handed to the child
+        cmd = [java_binary(), *server_args(node, paths, _classpath(record.kafka_version or kafka_version))]
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=self.node_dir(node.name))
         log.close()
-        return proc.pid
+        record.handle = str(proc.pid)
+
+    def render(self, cluster: ClusterSpec, secrets: ClusterSecrets) -> tuple[RenderedNode, ...]:
+        topo = topology(cluster)
+        return render_cluster(topo, local_addressing(topo, self.state_dir),
+                              {n.name: self._node_paths(n.name) for n in topo.nodes}, secrets)
+
+    def rendered(self, cluster: ClusterSpec) -> tuple[RenderedNode, ...]:
+        """Every node as the specs now describe it, with this cluster's own CA, keys and passwords."""
+        topo = topology(cluster)
+        secrets = make_secrets(topo, local_addressing(topo, self.state_dir), keep=dep.load_secrets(self.state_dir))
+        return self.render(cluster, secrets)
 
     def up(self, cluster: ClusterSpec, admin_password: str | None = None, timeout: float = 240) -> ClusterHealth:
         """Render, format and start every node, then wait until healthy. Idempotent: an existing cluster in
-        the state directory is started again with its data and secrets."""
-        home = ensure_kafka(cluster.kafka_version)
+        the state directory is started again with its data and secrets, if it still is what its specs say."""
         topo = topology(cluster)
-        addr = local_addressing(topo, self.state_dir)
         deployment = dep.load_existing(self.state_dir, self.name, cluster.name)
         if deployment is not None:
-            dep.require_as_declared(self.state_dir, deployment, topo)
+            dep.require_as_declared(self.state_dir, deployment, topo, self.node_plan(cluster))
             for record in deployment.nodes:
                 if not self._alive(record):
-                    record.handle = str(self._start(home, topo.node(record.name)))
+                    self._start(record, deployment.kafka_version)
             dep.save(self.state_dir, deployment)
         else:
+            ensure_kafka(cluster.kafka_version)
+            addr = local_addressing(topo, self.state_dir)
             secrets = make_secrets(topo, addr, admin_password)
-            rendered = render_cluster(topo, addr, {n.name: self._node_paths(n.name) for n in topo.nodes}, secrets)
+            dep.save_secrets(self.state_dir, secrets)
+            rendered = self.render(cluster, secrets)
             for r in rendered:
                 self._write(r)
-            self._format(home, rendered, secrets.cluster_id)
+            self._format(rendered, secrets.cluster_id, cluster.kafka_version)
             bootstrap = ",".join(f"{addr.advertised[n.name]}:{CLIENT_PORT}" for n in topo.brokers)
             dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
                                    cluster.security.sasl_mechanism, secrets.ca.cert_pem)
             deployment = dep.Deployment(self.name, cluster.name, bootstrap, cluster.brokers, cluster.kafka_version,
-                                        [dep.NodeRecord(r.node.name, r.node.node_id, list(r.node.roles),
-                                                        heap_bytes=r.node.heap_bytes)
-                                         for r in rendered], {"kafka_home": str(home)})
-            for r, record in zip(rendered, deployment.nodes, strict=True):
-                record.handle = str(self._start(home, r.node))
+                                        [dep.started(r, cluster.kafka_version) for r in rendered])
+            for record in deployment.nodes:
+                self._start(record, cluster.kafka_version)
             dep.save(self.state_dir, deployment)
         return wait_healthy(dep.admin_config(self.state_dir), cluster.brokers, timeout)
+
+    def node_plan(self, cluster: ClusterSpec) -> NodePlan | None:
+        """The running nodes against the specs; None for a cluster whose secrets an earlier kraftform did not
+        keep."""
+        if not (self.state_dir / dep.SECRETS_FILE).is_file():
+            return None
+        return node_plan(dep.running_nodes(dep.load(self.state_dir)), self.rendered(cluster), cluster.kafka_version)
 
     def _alive(self, record: dep.NodeRecord) -> bool:
         if not record.handle:
@@ -143,21 +174,98 @@ class LocalRuntime:
 
     def kill_node(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Stop one node abruptly (SIGKILL) or cleanly (SIGTERM); its data stays."""
-        record = dep.load(self.state_dir).node(name)
+        self._stop(dep.load(self.state_dir).node(name), sig)
+
+    def _stop(self, record: dep.NodeRecord, sig: int = signal.SIGTERM, grace: float = 60) -> None:
         if self._alive(record):
             os.kill(int(record.handle), sig)
-            self._wait_gone(record, 60)
+            if not self._wait_gone(record, grace) and self._alive(record):
+                os.kill(int(record.handle), signal.SIGKILL)
+                self._wait_gone(record, 10)
 
     def start_node(self, name: str) -> None:
         """Start a stopped node again with its data and configuration as they are."""
         deployment = dep.load(self.state_dir)
         record = deployment.node(name)
         if not self._alive(record):
-            roles = cast(tuple[Role, ...], tuple(record.roles))
-            heap = record.heap_bytes or (DEFAULT_BROKER_HEAP if "broker" in roles else DEFAULT_CONTROLLER_HEAP)
-            node = Node(record.node_id, name, roles, heap_bytes=heap)
-            record.handle = str(self._start(Path(deployment.extra["kafka_home"]), node))
+            self._start(record, deployment.kafka_version)
             dep.save(self.state_dir, deployment)
+
+    # --- what a roll and a resize do to single nodes (`runtime.rolling.Nodes`) ---------------------------
+    def process_id(self, name: str) -> str:
+        record = dep.load(self.state_dir).node(name)
+        return record.handle if self._alive(record) else ""
+
+    def replace_node(self, cluster: ClusterSpec, rendered: RenderedNode) -> None:
+        """Stop the node (a controlled shutdown), put its new files in place and start it; the previous files
+        and record are kept until `settle_node` or `revert_node`."""
+        deployment = dep.load(self.state_dir)
+        record = deployment.node(rendered.node.name)
+        self._stop(record)
+        config, previous = Path(rendered.paths.config_dir), self.node_dir(record.name) / "config.previous"
+        shutil.rmtree(previous, ignore_errors=True)
+        config.rename(previous)
+        self._write(rendered)
+        deployment.previous[record.name] = record
+        new = dep.started(rendered, cluster.kafka_version)
+        deployment.nodes[deployment.nodes.index(record)] = new
+        self._start(new, cluster.kafka_version)
+        dep.save(self.state_dir, deployment)
+
+    def revert_node(self, name: str) -> None:
+        """Back to the files and record the node ran before `replace_node`, started again."""
+        deployment = dep.load(self.state_dir)
+        record, old = deployment.node(name), deployment.previous.pop(name)
+        self._stop(record, signal.SIGKILL)
+        config = self.node_dir(name) / "config"
+        shutil.rmtree(config)
+        (self.node_dir(name) / "config.previous").rename(config)
+        deployment.nodes[deployment.nodes.index(record)] = old
+        self._start(old, deployment.kafka_version)
+        dep.save(self.state_dir, deployment)
+
+    def settle_node(self, name: str) -> None:
+        """The node runs its new configuration healthily: forget the previous one."""
+        deployment = dep.load(self.state_dir)
+        if deployment.previous.pop(name, None) is not None:
+            dep.save(self.state_dir, deployment)
+        shutil.rmtree(self.node_dir(name) / "config.previous", ignore_errors=True)
+
+    def add_node(self, cluster: ClusterSpec, rendered: RenderedNode) -> None:
+        """Write, format (with the cluster's id) and start a node the cluster did not have."""
+        self._write(rendered)
+        self._format([rendered], dep.load_secrets(self.state_dir).cluster_id, cluster.kafka_version)
+        deployment = dep.load(self.state_dir)
+        record = dep.started(rendered, cluster.kafka_version)
+        self._start(record, cluster.kafka_version)
+        deployment.nodes.append(record)
+        dep.save(self.state_dir, deployment)
+
+    def remove_node(self, name: str, purge: bool) -> None:
+        """Stop a node for good and forget it; with `purge`, its directory (data included) goes too."""
+        deployment = dep.load(self.state_dir)
+        record = deployment.node(name)
+        self._stop(record)
+        deployment.nodes.remove(record)
+        dep.save(self.state_dir, deployment)
+        if purge:
+            shutil.rmtree(self.node_dir(name), ignore_errors=True)
+
+    def last_error(self, name: str) -> str:
+        return last_error_line(tail(self.node_dir(name) / LOG_FILE))
+
+    def set_bootstrap(self, cluster: ClusterSpec) -> None:
+        """After brokers were added or removed: the client files list the brokers that now run."""
+        topo = topology(cluster)
+        addr = local_addressing(topo, self.state_dir)
+        bootstrap = ",".join(f"{addr.advertised[n.name]}:{CLIENT_PORT}" for n in topo.brokers)
+        secrets = dep.load_secrets(self.state_dir)
+        dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
+                               cluster.security.sasl_mechanism, secrets.ca.cert_pem)
+        deployment = dep.load(self.state_dir)
+        deployment.bootstrap, deployment.brokers = bootstrap, cluster.brokers
+        deployment.kafka_version = cluster.kafka_version
+        dep.save(self.state_dir, deployment)
 
     def _wait_gone(self, record: dep.NodeRecord, timeout: float) -> bool:
         try:
@@ -194,3 +302,29 @@ class LocalRuntime:
                     if line.startswith("VmRSS:"):
                         total += int(line.split()[1]) * 1024
         return total
+
+
+LOG_FILE = "kafka.log"
+
+
+def _classpath(kafka_version: str) -> str:
+    return str(ensure_kafka(kafka_version) / "libs" / "*")
+
+
+def tail(path: Path, size: int = 64 * 1024) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, path.stat().st_size - size))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def last_error_line(log: str) -> str:
+    """A node log's last ERROR or FATAL line, with the exception line after it: why it did not come up."""
+    lines = log.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if " ERROR " in lines[i] or " FATAL " in lines[i]:
+            after = lines[i + 1].strip() if i + 1 < len(lines) and not lines[i + 1].startswith("[") else ""
+            return (lines[i].strip() + (f" / {after}" if after else ""))[:600]
+    return lines[-1].strip()[:600] if lines else "(its log is empty)"

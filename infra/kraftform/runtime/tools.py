@@ -17,6 +17,7 @@ CONFIGS = "kafka.admin.ConfigCommand"  # kafka-configs.sh
 ACLS = "org.apache.kafka.tools.AclCommand"  # kafka-acls.sh
 METADATA_QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"  # kafka-metadata-quorum.sh
 TOPICS = "org.apache.kafka.tools.TopicCommand"  # kafka-topics.sh
+CLUSTER_TOOL = "org.apache.kafka.tools.ClusterTool"  # kafka-cluster.sh
 VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"  # kafka-verifiable-producer.sh
 VERIFIABLE_CONSUMER = "org.apache.kafka.tools.VerifiableConsumer"  # kafka-verifiable-consumer.sh
 PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"  # kafka-producer-perf-test.sh

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from kraftform.errors import Location, Problem
-from kraftform.specset.model import DEFAULT_ENTITY, AclSpec, SpecSet, TopicSpec
+from kraftform.specset.model import DEFAULT_ENTITY, RESERVED_USERS, AclSpec, SpecSet, TopicSpec
 from kraftform.versions import SUPPORTED_KAFKA_VERSIONS
 
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -73,6 +73,9 @@ def check_cluster(s: SpecSet) -> Iterator[Problem]:
     if d.min_insync_replicas > d.replication_factor:
         yield Problem(at, f"defaults.min_insync_replicas {d.min_insync_replicas} exceeds "
                           f"defaults.replication_factor {d.replication_factor}: no write could succeed")
+    reserved = {u.name for u in s.users} & set(RESERVED_USERS)
+    for name in sorted(reserved):
+        yield Problem(at, f"user {name!r} is reserved: kraftform's nodes authenticate as it (a super user)")
     if c.security.admin_user in {u.name for u in s.users}:
         yield Problem(at, f"security.admin_user {c.security.admin_user!r} is also declared under users; "
                           f"the cluster creates the admin user itself")

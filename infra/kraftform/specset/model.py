@@ -18,6 +18,14 @@ NOWHERE = Location("<builtin>")
 DEFAULT_BROKER_HEAP = 384 * 1024 * 1024
 DEFAULT_CONTROLLER_HEAP = 160 * 1024 * 1024
 DEFAULT_ENTITY = "<default>"
+#: The principal every node's certificate maps to (a super user); kraftform's nodes authenticate as it.
+NODE_PRINCIPAL = "kraftform-node"
+#: SCRAM or PLAIN users on the controller listener (controller_auth: plain).
+CONTROLLER_USER = "kraftform-controller"
+#: The SCRAM user brokers spoke to each other as before the inter-broker listener became mutual TLS; no
+#: longer created or a super user, but a cluster made before may still hold it, so it is never managed.
+BROKER_USER = "kraftform-broker"
+RESERVED_USERS = (NODE_PRINCIPAL, CONTROLLER_USER, BROKER_USER)
 
 Settings = Mapping[str, str]
 

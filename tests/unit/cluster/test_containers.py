@@ -53,14 +53,15 @@ def test_one_container_description_honours_the_external_listener_for_every_runne
     from cryptography import x509
 
     from kraftform.cluster.containers import bootstrap_servers, in_containers
-    from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_from_outputs, secrets_inputs
+    from kraftform.cluster.render import secrets_from_dict
+    from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
     from kraftform.specset.model import ExternalListener, Security
 
     spec = dataclasses.replace(CLUSTER, security=Security(external_listener=ExternalListener(False, host, 29092)))
     topo = topology(in_containers(spec))
     made = ClusterSecretsProvider().create(secrets_inputs(spec, None))  # as the Pulumi component makes them
     assert made.outs is not None
-    specs = container_specs(topo, secrets_from_outputs(made.outs))
+    specs = container_specs(topo, secrets_from_dict(made.outs))
     brokers = [s for s in specs if s.ports]
     assert [(p.host_port, p.host_ip) for s in brokers for p in s.ports] == [
         (29092 + i, published_on) for i in range(len(brokers))]
@@ -68,6 +69,6 @@ def test_one_container_description_honours_the_external_listener_for_every_runne
     for broker in brokers:
         props = next(f.content for f in broker.files if f.path.endswith("server.properties"))
         assert f"EXTERNAL://{host}:" in props
-        cert = x509.load_pem_x509_certificate(secrets_from_outputs(made.outs).node_keys[broker.name].cert_pem.encode())
+        cert = x509.load_pem_x509_certificate(secrets_from_dict(made.outs).node_keys[broker.name].cert_pem.encode())
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         assert host in names.get_values_for_type(x509.DNSName)

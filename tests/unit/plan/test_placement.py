@@ -54,3 +54,46 @@ def test_any_change_gives_distinct_racks_and_keeps_leaders(assignment: list[tupl
             assert after[:len(before)] == before
         if len({RACKS[b] for b in before}) == len(before):  # existing replicas never move, so only then
             assert len({RACKS[b] for b in after}) == rf
+
+
+# --- resizing: drain and balance ------------------------------------------------------------------------
+
+
+from kraftform.plan.placement import PlacementRefused, balance, drain, spread  # noqa: E402
+
+RESIZE_RACKS = {1: "a", 2: "b", 3: "c", 4: "a"}
+
+
+def _three_racks(partitions: int) -> dict[tuple[str, int], tuple[int, ...]]:
+    return {("t", p): tuple((p + i) % 3 + 1 for i in range(3)) for p in range(partitions)}
+
+
+def test_balance_shares_a_racks_replicas_between_its_brokers_keeping_one_replica_per_rack() -> None:
+    before = _three_racks(30)
+    after = balance(before, RESIZE_RACKS)
+    load = Counter(b for r in after.values() for b in r)
+    assert abs(load[1] - load[4]) <= 1 and load[2] == load[3] == 30
+    assert all(spread(r, RESIZE_RACKS) == 3 for r in after.values())
+    leaders = Counter(r[0] for r in after.values())
+    assert max(leaders.values()) - min(leaders.values()) <= 1
+    assert balance(after, RESIZE_RACKS) == after  # balanced stays put
+
+
+def test_balance_without_racks_evens_replicas_over_every_broker() -> None:
+    after = balance(_three_racks(24), dict.fromkeys([1, 2, 3, 4]))
+    load = Counter(b for r in after.values() for b in r)
+    assert max(load.values()) - min(load.values()) <= 1
+
+
+def test_drain_moves_every_replica_off_the_leaving_broker_keeping_rack_spread() -> None:
+    before = balance(_three_racks(30), RESIZE_RACKS)
+    after = drain(before, RESIZE_RACKS, {4})
+    assert all(4 not in r and spread(r, RESIZE_RACKS) == 3 for r in after.values())
+    assert all(before[tp][0] == after[tp][0] for tp in before if before[tp][0] != 4)  # leaders stay put
+
+
+def test_drain_is_refused_naming_the_topics_when_the_rest_cannot_hold_them() -> None:
+    with pytest.raises(PlacementRefused, match="replication factor of t"):
+        drain(_three_racks(3), {1: None, 2: None, 3: None}, {3})
+    with pytest.raises(PlacementRefused, match="rack spread of t"):
+        drain({("t", 0): (1, 2)}, {1: "a", 2: "b", 3: "a"}, {2})

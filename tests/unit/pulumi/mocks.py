@@ -13,11 +13,10 @@ import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
 from kraftform.cluster.containers import docker_addressing
-from kraftform.cluster.render import make_secrets
+from kraftform.cluster.render import make_secrets, secrets_to_dict
 from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
 from kraftform.plan.export import password_env
-from kraftform.pulumi.cluster import secrets_to_outputs
 from kraftform.pulumi.program import StackConfig, build
 
 from ...conftest import EXAMPLE_SPECS
@@ -40,7 +39,7 @@ def cluster_secrets() -> dict[str, Any]:
     """The example cluster's certificates and passwords, made once: a stack keeps its secrets in its state, so
     two builds of the program compared in a test see the same ones, as two `pulumi up` runs do."""
     topo = topology(load_specs(EXAMPLE_SPECS).cluster)
-    return secrets_to_outputs(make_secrets(topo, docker_addressing(topo)))
+    return secrets_to_dict(make_secrets(topo, docker_addressing(topo)))
 
 
 class Mocks(pulumi.runtime.Mocks):

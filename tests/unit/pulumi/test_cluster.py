@@ -6,8 +6,9 @@ import dataclasses
 
 from cryptography import x509
 
+from kraftform.cluster.render import secrets_from_dict
 from kraftform.declared import load_specs
-from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_from_outputs, secrets_inputs
+from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
 
 from ...conftest import EXAMPLE_SPECS
 
@@ -18,7 +19,7 @@ def test_a_second_run_keeps_the_keys_and_passwords() -> None:
     inputs = secrets_inputs(spec, None)
     made = provider.create(inputs)
     assert made.outs is not None
-    secrets = secrets_from_outputs(made.outs)
+    secrets = secrets_from_dict(made.outs)
     assert secrets.admin_password and sorted(secrets.node_keys) == sorted(
         [f"platform-controller-{i}" for i in range(3)] + [f"platform-broker-{i}" for i in range(3)])
     # The engine diffs the stored outputs against the program's inputs: nothing changed, nothing replaced
@@ -37,7 +38,7 @@ def test_a_grown_cluster_keeps_its_ca_id_passwords_and_keys() -> None:
     assert diff.changes is True and diff.replaces == []  # an update, not a new cluster
     grown = provider.update("platform", made.outs, grown_inputs)
     assert grown.outs is not None
-    before, after = secrets_from_outputs(made.outs), secrets_from_outputs(grown.outs)
+    before, after = secrets_from_dict(made.outs), secrets_from_dict(grown.outs)
     assert (after.cluster_id, after.ca, after.admin_password, after.controller_password) == (
         before.cluster_id, before.ca, before.admin_password, before.controller_password)
     assert {n: k for n, k in after.node_keys.items() if n != "platform-broker-3"} == dict(before.node_keys)

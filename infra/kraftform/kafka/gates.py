@@ -1,0 +1,131 @@
+"""The health gates a roll passes, node by node, as Strimzi's KafkaRoller does on Kubernetes.
+
+Before a node stops: a broker may go only if no partition it is in the ISR of would fall below its topic's
+min.insync.replicas (acks=all producers would be refused), a controller only if the voters that stay caught up
+are still a majority. After it starts again: it is registered (a broker) or caught up with the quorum leader
+(a controller), no partition is under-replicated, and a majority of voters is caught up. Each check answers with
+the reason it does not pass, naming the topic or node, or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+from kraftform.cluster.connection import Connection
+from kraftform.cluster.topology import Node
+from kraftform.kafka.admin import Requests, batches, kafka_python_admin
+
+#: Kafka's controller.quorum.fetch.timeout.ms default: a voter whose last catch-up is older than this, by the
+#: leader's clock, is behind (the rule Strimzi's quorum check uses).
+QUORUM_FETCH_TIMEOUT_MS = 2000
+TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+
+
+@dataclass(frozen=True)
+class Quorum:
+    leader: int
+    #: voter id -> how far its last catch-up is behind the leader's, in ms.
+    behind_ms: Mapping[int, int]
+
+    def caught_up(self, timeout_ms: int = QUORUM_FETCH_TIMEOUT_MS) -> frozenset[int]:
+        return frozenset(v for v, ms in self.behind_ms.items() if ms <= timeout_ms)
+
+    @property
+    def majority(self) -> int:
+        return len(self.behind_ms) // 2 + 1
+
+
+def parse_quorum(response: Mapping[str, Any]) -> Quorum:
+    """kafka-python's DescribeQuorum response -> who leads and how far each voter is behind."""
+    partition = response["topics"][0]["partitions"][0]
+    voters = partition["current_voters"]
+    leader = partition["leader_id"]
+    stamps = {v["replica_id"]: v["last_caught_up_timestamp"] for v in voters}
+    newest = stamps.get(leader, max(stamps.values(), default=0))
+    return Quorum(leader, {v: (newest - ts if ts >= 0 else 2**31) for v, ts in stamps.items()})
+
+
+def read_quorum(connection: Connection) -> Quorum:
+    with kafka_python_admin(connection, Requests()) as client:
+        return parse_quorum(client.describe_metadata_quorum())
+
+
+def read_partitions(admin: AdminClient) -> list[PartitionState]:
+    metadata = admin.list_topics(timeout=TIMEOUT)
+    return [PartitionState(str(t.topic), p.id, tuple(p.replicas), tuple(p.isrs), p.leader)
+            for t in metadata.topics.values() for p in t.partitions.values()]
+
+
+def min_insync(admin: AdminClient, topics: Iterable[str]) -> dict[str, int]:
+    """Each topic's effective min.insync.replicas (its own, or the cluster's default)."""
+    found: dict[str, int] = {}
+    for batch in batches(sorted(set(topics)), 100):
+        futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in batch],
+                                         request_timeout=TIMEOUT)
+        for resource, future in futures.items():
+            try:
+                entry = future.result(timeout=TIMEOUT).get("min.insync.replicas")
+            except KafkaException:  # deleted since the metadata was read
+                continue
+            found[resource.name] = int(entry.value) if entry is not None and entry.value is not None else 1
+    return found
+
+
+def blocking(partitions: Sequence[PartitionState], minimum: Mapping[str, int], broker: int) -> list[str]:
+    """The partitions that would fall below min.insync.replicas if `broker` stopped: it is in their ISR and the
+    ISR is already at (or below) the minimum. Pure."""
+    return sorted(f"{p.topic}-{p.partition} (ISR {','.join(map(str, p.isr))}, min.insync.replicas "
+                  f"{minimum.get(p.topic, 1)})"
+                  for p in partitions if broker in p.isr and len(p.isr) <= minimum.get(p.topic, 1))
+
+
+def why_not_stop(connection: Connection, node: Node) -> str | None:
+    """Why `node` may not stop now, or None."""
+    if node.is_controller:
+        quorum = read_quorum(connection)
+        staying = quorum.caught_up() - {node.node_id}
+        if len(staying) < quorum.majority:
+            return (f"only {len(staying)} other controller voter(s) are caught up with the quorum leader "
+                    f"{quorum.leader}; stopping {node.name} would leave no majority ({quorum.majority})")
+    if node.is_broker:
+        admin = AdminClient(connection.librdkafka())
+        partitions = read_partitions(admin)
+        hosted = [p for p in partitions if node.node_id in p.isr]
+        found = blocking(hosted, min_insync(admin, {p.topic for p in hosted}), node.node_id)
+        if found:
+            return (f"{len(found)} partition(s) would fall below min.insync.replicas without broker "
+                    f"{node.node_id}: {', '.join(found[:5])}{' ...' if len(found) > 5 else ''}")
+    return None
+
+
+def why_not_ready(connection: Connection, node: Node) -> str | None:
+    """Why the cluster is not yet whole again after `node` started, or None."""
+    admin = AdminClient(connection.librdkafka())
+    if node.is_broker:
+        registered = {n.id for n in admin.describe_cluster(request_timeout=TIMEOUT).result(timeout=TIMEOUT).nodes}
+        if node.node_id not in registered:
+            return f"broker {node.node_id} ({node.name}) is not registered yet"
+    quorum = read_quorum(connection)
+    if node.is_controller and node.node_id not in quorum.caught_up():
+        return f"controller {node.node_id} ({node.name}) has not caught up with the quorum leader {quorum.leader}"
+    if len(quorum.caught_up()) < quorum.majority:
+        return f"only {len(quorum.caught_up())} controller voter(s) are caught up (a majority is {quorum.majority})"
+    under = [p for p in read_partitions(admin) if len(p.isr) < len(p.replicas)]
+    if under:
+        shown = ", ".join(f"{p.topic}-{p.partition}" for p in under[:5])
+        return f"{len(under)} partition(s) under-replicated: {shown}{' ...' if len(under) > 5 else ''}"
+    return None

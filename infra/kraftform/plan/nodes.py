@@ -1,0 +1,159 @@
+"""The cluster section against the nodes a runtime started: which nodes to add, restart or remove, in which
+order, and why. Pure.
+
+A runtime records what each node was started with (its rendered `server.properties`, heap and Kafka version).
+Rendering the specs again, with the cluster's own secrets, and comparing node by node is what makes every field
+of the cluster section declarative: a setting, a heap, a rack, the broker count and the Kafka version all show
+up as the nodes they touch, never as a silent no-op. Read-only settings take effect only at start, so a
+changed node is restarted; a restart goes through the roll's gates (`runtime.rolling`), one node at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from kraftform.cluster.render import RenderedNode
+from kraftform.cluster.topology import Node
+
+#: Settings whose values are long lists; a plan shows that they changed, not both lists in full.
+_LONG = 80
+
+
+class Step(StrEnum):
+    ADD = "add"  # format and start a new node (a broker then receives partitions)
+    RESTART = "restart"  # stop and start with its new configuration, through the gates
+    REMOVE = "remove"  # drain its partitions, stop it, unregister it
+
+
+@dataclass(frozen=True)
+class RunningNode:
+    """What a runtime recorded of a node it started. `properties` None: started by a kraftform that did not
+    record them, so nothing can be compared."""
+
+    name: str
+    node_id: int
+    roles: tuple[str, ...]
+    properties: Mapping[str, str] | None
+    heap_bytes: int | None
+    kafka_version: str
+
+
+@dataclass(frozen=True)
+class Difference:
+    key: str  # a server.properties key, or `heap` or `kafka_version`
+    running: str | None
+    wanted: str | None
+
+    def __str__(self) -> str:
+        return f"{self.key}: {_shown(self.running)} -> {_shown(self.wanted)}"
+
+
+@dataclass(frozen=True)
+class NodeStep:
+    step: Step
+    node: Node
+    #: What differs, for a restart; empty for an addition or removal.
+    differences: tuple[Difference, ...] = ()
+
+    @property
+    def summary(self) -> str:
+        if self.step is Step.RESTART:
+            shown = "; ".join(map(str, self.differences[:3]))
+            return f"restart {self.node.name} ({shown}{'; ...' if len(self.differences) > 3 else ''})"
+        return f"{self.step} {self.node.name}"
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    steps: tuple[NodeStep, ...] = ()
+    #: Differences kraftform will not make to running nodes, each a sentence saying why.
+    refused: tuple[str, ...] = ()
+
+    def of(self, step: Step) -> tuple[NodeStep, ...]:
+        return tuple(s for s in self.steps if s.step is step)
+
+    @property
+    def empty(self) -> bool:
+        return not self.steps and not self.refused
+
+
+def _shown(value: str | None) -> str:
+    if value is None:
+        return "(unset)"
+    return value if len(value) <= _LONG else value[:_LONG - 3] + "..."
+
+
+def differences(running: RunningNode, wanted: RenderedNode, kafka_version: str) -> tuple[Difference, ...]:
+    """Every way the node as started differs from the node as rendered now."""
+    assert running.properties is not None
+    found = []
+    if running.kafka_version != kafka_version:
+        found.append(Difference("kafka_version", running.kafka_version, kafka_version))
+    if running.heap_bytes is not None and running.heap_bytes != wanted.node.heap_bytes:
+        found.append(Difference("heap", f"{running.heap_bytes // 2**20} MiB", f"{wanted.node.heap_bytes // 2**20} MiB"))
+    for key in sorted(set(running.properties) | set(wanted.properties)):
+        old, new = running.properties.get(key), wanted.properties.get(key)
+        if old != new:
+            found.append(Difference(key, old, new))
+    return tuple(found)
+
+
+def node_plan(running: Sequence[RunningNode], wanted: Sequence[RenderedNode], kafka_version: str) -> NodePlan:
+    """What to do to the running nodes so that they are the wanted ones."""
+    now = {r.name: r for r in running}
+    then = {w.node.name: w for w in wanted}
+    steps: list[NodeStep] = []
+    refused: list[str] = []
+    for name, w in then.items():
+        if name in now:
+            continue
+        if w.node.is_controller:
+            refused.append(f"{name}: adding a controller changes the controller quorum, which this cluster's static "
+                           f"voter list (controller.quorum.voters) cannot do; keep `controllers` as it runs")
+        else:
+            steps.append(NodeStep(Step.ADD, w.node))
+    for name, r in now.items():
+        if name in then:
+            continue
+        node = Node(r.node_id, name, tuple(r.roles), heap_bytes=r.heap_bytes or 0)  # type: ignore[arg-type]
+        if node.is_controller:
+            refused.append(f"{name}: removing a controller changes the controller quorum, which this cluster's "
+                           f"static voter list (controller.quorum.voters) cannot do; keep `controllers` as it runs")
+        else:
+            steps.append(NodeStep(Step.REMOVE, node))
+    for name in sorted(set(now) & set(then)):
+        r, w = now[name], then[name]
+        if sorted(r.roles) != sorted(w.node.roles):
+            refused.append(f"{name}: its roles cannot change in place ({', '.join(r.roles)} -> "
+                           f"{', '.join(w.node.roles)})")
+            continue
+        if r.properties is None:
+            refused.append(f"{name}: started by an earlier kraftform that did not record its configuration, so "
+                           f"kraftform cannot tell what would change; replace the cluster to manage its nodes")
+            continue
+        found = differences(r, w, kafka_version)
+        if found:
+            steps.append(NodeStep(Step.RESTART, w.node, found))
+    return NodePlan(tuple(steps), tuple(refused))
+
+
+def roll_order(restarts: Sequence[NodeStep], active_controller: int | None) -> tuple[NodeStep, ...]:
+    """Strimzi's order: controllers that do not lead the quorum first, the active controller last among them
+    (one leader election, not one per restart), then the brokers; node id order within each group."""
+
+    def rank(s: NodeStep) -> tuple[int, int]:
+        if s.node.is_controller:
+            return (1 if s.node.node_id == active_controller else 0), s.node.node_id
+        return 2, s.node.node_id
+
+    return tuple(sorted(restarts, key=rank))
+
+
+def ordered(plan: NodePlan, active_controller: int | None) -> tuple[NodeStep, ...]:
+    """The order apply carries the steps out in: new brokers first (so that partitions have somewhere to go and
+    a roll has spare capacity), then the roll, then removals (after their partitions moved away)."""
+    return (plan.of(Step.ADD) + roll_order(plan.of(Step.RESTART), active_controller)
+            + tuple(sorted(plan.of(Step.REMOVE), key=lambda s: s.node.node_id)))
+

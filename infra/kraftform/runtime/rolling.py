@@ -1,0 +1,343 @@
+"""Changing a running cluster's nodes: new brokers started and given partitions, changed nodes rolled one at a
+time through the health gates (`kafka.gates`), leaving brokers drained, stopped and unregistered.
+
+Both runtimes do the single-node work (`Nodes`); everything that decides, waits and checks is here, once. A
+node that does not come back with its new configuration is started again with its previous one and the roll
+stops there, every node after it untouched, with the node's own last error. The runtime records each node's
+configuration as it starts it, so an interrupted roll resumes where it stopped: the next plan holds only the
+nodes that still differ.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from confluent_kafka import ElectionType, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from kraftform.cluster.connection import Connection
+from kraftform.cluster.render import RenderedNode
+from kraftform.errors import ClusterUnhealthy, KraftformError, PlanRefusedError
+from kraftform.kafka import gates
+from kraftform.kafka.apply import Applier, ApplyOptions
+from kraftform.plan.changes import Action, Change, Kind, Reassignment, Safety
+from kraftform.plan.nodes import NodePlan, NodeStep, Step, ordered, roll_order
+from kraftform.plan.placement import Partition, PlacementRefused, balance, drain
+from kraftform.runtime import deployment as dep
+from kraftform.runtime.tools import CLUSTER_TOOL, run_kafka_tool
+from kraftform.specset.model import ClusterSpec
+from kraftform.waiting import NotYet, poll
+
+Progress = Callable[[str], None]
+#: Set in the deployment while partitions still have to move after brokers were added or removed.
+REBALANCE_PENDING = "rebalance_pending"
+
+
+class Nodes(Protocol):
+    """What a runtime does to single nodes; `LocalRuntime` and `DockerRuntime` both do it."""
+
+    state_dir: Path
+
+    def rendered(self, cluster: ClusterSpec) -> tuple[RenderedNode, ...]: ...
+    def node_plan(self, cluster: ClusterSpec) -> NodePlan | None: ...
+    def process_id(self, name: str) -> str: ...
+    def replace_node(self, cluster: ClusterSpec, rendered: RenderedNode) -> None: ...
+    def revert_node(self, name: str) -> None: ...
+    def settle_node(self, name: str) -> None: ...
+    def add_node(self, cluster: ClusterSpec, rendered: RenderedNode) -> None: ...
+    def remove_node(self, name: str, purge: bool) -> None: ...
+    def last_error(self, name: str) -> str: ...
+    def set_bootstrap(self, cluster: ClusterSpec) -> None: ...
+
+
+class RollHalted(ClusterUnhealthy):
+    """A node did not come back, or a gate did not open in time; the roll stopped there."""
+
+
+@dataclass(frozen=True)
+class RollOptions:
+    #: How long a node may take to be back and the cluster whole again.
+    node_timeout_s: float = 300.0
+    #: How long to wait for a gate before a node stops (a partition at min.insync.replicas, a voter behind).
+    gate_timeout_s: float = 300.0
+    throttle_bytes_per_s: int = 50 * 1024 * 1024
+    #: Partitions per reassignment batch while replicas move.
+    batch_partitions: int = 200
+    #: Delete a removed broker's data (its directory or volume); only with --allow-destructive.
+    purge_removed: bool = False
+
+
+@dataclass(frozen=True)
+class ClusterWork:
+    """Node work of one cluster, in the order apply carries it out, for the plan and for `carry_out`."""
+
+    steps: tuple[NodeStep, ...] = ()
+    refused: tuple[str, ...] = ()
+    #: Partitions still have to move after an earlier, interrupted resize.
+    rebalance_pending: bool = False
+    active_controller: int | None = None
+
+    @property
+    def moves_partitions(self) -> bool:
+        return self.rebalance_pending or any(s.step is not Step.RESTART for s in self.steps)
+
+    def changes(self, cluster: ClusterSpec) -> list[Change]:
+        """The plan's rendering of the work: a change per differing setting of each node to restart (with its
+        place in the roll), one per node added or removed, and the partition moves."""
+        out: list[Change] = []
+        restarts = [s for s in self.steps if s.step is Step.RESTART]
+        for number, s in enumerate(restarts, 1):
+            role = ("active controller" if s.node.node_id == self.active_controller else
+                    "controller" if s.node.is_controller else "broker")
+            why = (f"rolling restart {number}/{len(restarts)} ({role} {s.node.node_id}): read at start; it stops only "
+                   f"when no partition would fall below min.insync.replicas and the voters keep a majority, and the "
+                   f"next node waits until it is back and nothing is under-replicated")
+            out += [Change(Action.UPDATE, Kind.CLUSTER, s.node.name, Safety.DISRUPTIVE, why, d.key, d.running,
+                           d.wanted, s) for d in s.differences]
+        for s in self.steps:
+            if s.step is Step.ADD:
+                out.append(Change(Action.CREATE, Kind.CLUSTER, s.node.name, Safety.SAFE,
+                                  f"a new broker{f' in rack {s.node.rack}' if s.node.rack else ''}: formatted with the "
+                                  f"cluster's id, started, then partitions move onto it", "node", None,
+                                  f"broker {s.node.node_id}", s))
+            elif s.step is Step.REMOVE:
+                out.append(Change(Action.DELETE, Kind.CLUSTER, s.node.name, Safety.DESTRUCTIVE,
+                                  "its replicas move to the other brokers first (refused, naming the topics, when they "
+                                  "cannot hold every replication factor and rack spread), then it stops, is "
+                                  "unregistered and its data is deleted", "node", f"broker {s.node.node_id}", None, s))
+        if self.moves_partitions:
+            out.append(Change(Action.UPDATE, Kind.CLUSTER, cluster.name, Safety.DISRUPTIVE,
+                              "replicas move (throttled, in batches) until every broker holds within one replica "
+                              "of the brokers it can trade with without narrowing a rack spread; preferred "
+                              "leaders are then evened out and elected", "partitions", None, "balanced"))
+        out += [Change(Action.REFUSE, Kind.CLUSTER, cluster.name, Safety.DISRUPTIVE, why) for why in self.refused]
+        return out
+
+
+def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection) -> ClusterWork:
+    """The node work between the running cluster and its specs."""
+    plan = runtime.node_plan(cluster)
+    if plan is None:
+        dep.load_secrets(runtime.state_dir)  # raises, saying why
+        raise AssertionError("unreachable")
+    active = _active_controller(connection)
+    pending = REBALANCE_PENDING in dep.load(runtime.state_dir).extra
+    return ClusterWork(ordered(plan, active), plan.refused, pending, active)
+
+
+def _active_controller(connection: Connection) -> int | None:
+    try:
+        return gates.read_quorum(connection).leader
+    except Exception:
+        return None
+
+
+def _wait_gate(what: str, timeout: float, check: Callable[[], str | None]) -> None:
+    def attempt() -> None:
+        reason = check()
+        if reason:
+            raise NotYet(reason)
+
+    poll(what, timeout, attempt, interval=1.0, retry_on=(KafkaException, TimeoutError, OSError),
+         error=RollHalted)
+
+
+def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connection: Connection,
+              options: RollOptions, progress: Progress) -> None:
+    """Add, roll, rebalance and remove, in that order; raises RollHalted where it stops."""
+    if work.refused:
+        raise PlanRefusedError("the cluster's nodes cannot be changed as declared; nothing was done:\n" +
+                               "\n".join(f"  {r}" for r in work.refused))
+    rendered = {r.node.name: r for r in runtime.rendered(cluster)}
+    adds = [s for s in work.steps if s.step is Step.ADD]
+    removes = [s for s in work.steps if s.step is Step.REMOVE]
+    if adds or removes:
+        _mark_rebalance(runtime.state_dir, True)
+    for s in adds:
+        started = time.monotonic()
+        progress(f"adding {s.node.name} (broker {s.node.node_id}) ...")
+        runtime.add_node(cluster, rendered[s.node.name])
+        _wait_back(runtime, s, connection, options)
+        progress(f"  {s.node.name} is registered ({time.monotonic() - started:.1f} s)")
+    if adds:
+        runtime.set_bootstrap(cluster)
+    roll(runtime, cluster, [s for s in work.steps if s.step is Step.RESTART], rendered, connection, options, progress)
+    if work.moves_partitions:
+        leaving = {s.node.node_id for s in removes}
+        rebalance(connection, leaving, options, progress)
+    for s in removes:
+        progress(f"removing {s.node.name} (broker {s.node.node_id}) ...")
+        runtime.remove_node(s.node.name, options.purge_removed)
+        _unregister(runtime.state_dir, s.node.node_id)
+    if removes:
+        runtime.set_bootstrap(cluster)
+    if work.moves_partitions:
+        _mark_rebalance(runtime.state_dir, False)
+
+
+def roll(runtime: Nodes, cluster: ClusterSpec, restarts: list[NodeStep], rendered: Mapping[str, RenderedNode],
+         connection: Connection, options: RollOptions, progress: Progress) -> None:
+    """Restart each node in turn, in Strimzi's order (the active controller read again now: it may have moved)."""
+    if not restarts:
+        return
+    order = roll_order(restarts, _active_controller(connection))
+    for number, s in enumerate(order, 1):
+        node = s.node
+        label = f"[{number}/{len(order)}] {node.name}"
+        progress(f"{label}: waiting until it may stop ...")
+        try:
+            _wait_gate(f"{node.name} to be safe to stop", options.gate_timeout_s,
+                       lambda node=node: gates.why_not_stop(connection, node))  # type: ignore[misc]
+        except RollHalted as exc:
+            raise RollHalted(f"the roll stopped before {node.name}, which was not restarted: {exc}; "
+                             f"{_untouched(order[number:])}") from None
+        started = time.monotonic()
+        progress(f"{label}: restarting ({'; '.join(map(str, s.differences[:3]))}) ...")
+        runtime.replace_node(cluster, rendered[node.name])
+        try:
+            _wait_back(runtime, s, connection, options)
+        except RollHalted as exc:
+            cause = runtime.last_error(node.name)
+            progress(f"{label}: not back; starting it again with its previous configuration ...")
+            runtime.revert_node(node.name)
+            try:
+                _wait_back(runtime, s, connection, options)
+                back = "it was started again with its previous configuration and is back"
+            except RollHalted as again:
+                back = f"it was started again with its previous configuration, which is not back either: {again}"
+            raise RollHalted(f"{node.name} did not come back with its new configuration within "
+                             f"{options.node_timeout_s:.0f} s ({exc}); its log's last error: {cause}. {back}. "
+                             f"{_untouched(order[number:])}") from None
+        runtime.settle_node(node.name)
+        progress(f"{label}: back in {time.monotonic() - started:.1f} s")
+
+
+def _untouched(rest: tuple[NodeStep, ...]) -> str:
+    if not rest:
+        return "No other node was waiting."
+    return f"Not restarted: {', '.join(s.node.name for s in rest)}."
+
+
+def _wait_back(runtime: Nodes, s: NodeStep, connection: Connection, options: RollOptions) -> None:
+    name = s.node.name
+
+    def check() -> str | None:
+        if not runtime.process_id(name):
+            raise RollHalted(f"{name} exited")  # not worth waiting for: nothing starts a local node again
+        return gates.why_not_ready(connection, s.node)
+
+    _wait_gate(f"{name} to be back", options.node_timeout_s, check)
+
+
+def _mark_rebalance(state_dir: Path, pending: bool) -> None:
+    deployment = dep.load(state_dir)
+    if pending:
+        deployment.extra[REBALANCE_PENDING] = "1"
+    else:
+        deployment.extra.pop(REBALANCE_PENDING, None)
+    dep.save(state_dir, deployment)
+
+
+@dataclass
+class Moves:
+    """A reassignment: per topic the full target, and what changes."""
+
+    targets: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    replicas_moved: int = 0
+    leaders_changed: int = 0
+
+
+def target_assignment(partitions: list[gates.PartitionState], racks: Mapping[int, str | None],
+                      leaving: set[int]) -> Moves:
+    """Drain `leaving`, then balance over the rest. Pure; raises PlacementRefused."""
+    current: dict[Partition, tuple[int, ...]] = {(p.topic, p.partition): p.replicas for p in partitions}
+    drained = drain(current, racks, leaving) if leaving else dict(current)
+    staying = {b: r for b, r in racks.items() if b not in leaving}
+    balanced = balance(drained, staying)
+    moves = Moves()
+    changed = {tp for tp, replicas in balanced.items() if replicas != current[tp]}
+    for tp in changed:
+        moves.replicas_moved += len(set(balanced[tp]) - set(current[tp]))
+        moves.leaders_changed += balanced[tp][0] != current[tp][0]
+    for topic in sorted({tp[0] for tp in changed}):
+        count = 1 + max(p for t, p in balanced if t == topic)
+        moves.targets[topic] = tuple(balanced[(topic, p)] for p in range(count))
+    return moves
+
+
+def rebalance(connection: Connection, leaving: set[int], options: RollOptions, progress: Progress) -> None:
+    """Move replicas off leaving brokers and even out the rest, throttled and in batches; then elect preferred
+    leaders. Kafka's internal topics move too: they are replicas like any other."""
+    admin = AdminClient(connection.librdkafka())
+    cluster = admin.describe_cluster(request_timeout=gates.TIMEOUT).result(timeout=gates.TIMEOUT)
+    racks = {n.id: n.rack for n in cluster.nodes}
+    registered = tuple(sorted(racks))
+    racks.update(dict.fromkeys(leaving - set(racks)))  # a leaving broker already stopped: its replicas move too
+    partitions = [p for p in gates.read_partitions(admin) if p.topic != "__cluster_metadata"]
+    try:
+        moves = target_assignment(partitions, racks, leaving)
+    except PlacementRefused as exc:
+        raise PlanRefusedError(f"the brokers cannot be removed: {exc}; nothing was moved") from None
+    if moves.targets:
+        _move(connection, moves, registered, options, progress)
+    else:
+        progress("partitions: replicas already balanced")
+    _elect_preferred(admin, progress)
+
+
+def _move(connection: Connection, moves: Moves, registered: tuple[int, ...], options: RollOptions,
+          progress: Progress) -> None:
+    """The reassignment in batches of about `batch_partitions` partitions, each throttled and waited for."""
+    progress(f"partitions: moving {moves.replicas_moved} replica(s) and {moves.leaders_changed} preferred "
+             f"leader(s) in {len(moves.targets)} topic(s), throttled at {options.throttle_bytes_per_s} bytes/s ...")
+    applier = Applier(connection, {}, ApplyOptions(throttle_bytes_per_s=options.throttle_bytes_per_s), progress)
+    batch: list[Change] = []
+    size = 0
+    topics = sorted(moves.targets)
+    for i, topic in enumerate(topics):
+        target = moves.targets[topic]
+        batch.append(Change(Action.UPDATE, Kind.REPLICATION, topic, Safety.DISRUPTIVE, "rebalance",
+                            payload=Reassignment(target, registered)))
+        size += len(target)
+        if size >= options.batch_partitions or i == len(topics) - 1:
+            applier.replication(batch)
+            batch, size = [], 0
+    if applier.failures:
+        raise KraftformError("replica moves failed: " + "; ".join(map(str, applier.failures)))
+
+
+def _elect_preferred(admin: AdminClient, progress: Progress) -> None:
+    """Leadership back to each partition's first replica where another leads (confluent-kafka 2.16 refuses
+    keyword arguments here)."""
+    partitions = [TopicPartition(p.topic, p.partition) for p in gates.read_partitions(admin)
+                  if p.replicas and p.leader != p.replicas[0]]
+    if not partitions:
+        progress("partitions: every partition is led by its preferred leader")
+        return
+    results = admin.elect_leaders(ElectionType.PREFERRED, partitions).result(timeout=60)
+    failed = {f"{tp.topic}-{tp.partition}": error.name() for tp, error in results.items()
+              if error is not None and error.name() != "ELECTION_NOT_NEEDED"}
+    if failed:
+        progress(f"partitions: preferred leader not elected for {len(failed)} partition(s) (Kafka's own "
+                 f"auto.leader.rebalance will): {', '.join(f'{k} {v}' for k, v in sorted(failed.items())[:5])}")
+    else:
+        progress("partitions: preferred leaders elected")
+
+
+def _unregister(state_dir: Path, broker: int) -> None:
+    """Take a stopped broker out of the cluster's metadata (kafka-cluster.sh unregister), once it is fenced."""
+    deployment = dep.load(state_dir)
+
+    def attempt() -> None:
+        try:
+            run_kafka_tool(CLUSTER_TOOL, ["unregister", "--bootstrap-server", deployment.bootstrap,
+                                         "--config", str(state_dir / "admin.properties"), "--id", str(broker)],
+                           deployment.kafka_version)
+        except KraftformError as exc:
+            raise NotYet(str(exc)) from None
+
+    poll(f"broker {broker} to be unregistered", 60, attempt, interval=2.0)

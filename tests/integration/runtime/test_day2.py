@@ -1,0 +1,255 @@
+"""Day 2 on a real cluster of its own (local runtime): the cluster section changed in the specs and applied with
+`kraftform apply --state-dir`, as a user would, each change checked from outside (process ids, Kafka's own
+ConfigCommand, a VerifiableProducer with acks=all writing throughout, the partitions' replicas and leaders).
+
+The tests run in order on one cluster, each leaving it matching its specs (`plan` empty) for the next.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kraftform.declared import load_specs
+from kraftform.runtime.deployment import admin_config, load
+from kraftform.runtime.local import LocalRuntime
+from kraftform.runtime.tools import CONFIGS, VERIFIABLE_PRODUCER, kafka_tool_command, run_kafka_tool
+from kraftform.verification.toolout import ProducerLog, events
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "cluster" / "cluster.yaml"
+
+
+@dataclass
+class Day2:
+    specs: Path
+    state: Path
+    runtime: LocalRuntime
+
+    def edit(self, **changes: object) -> None:
+        """Change the cluster section of the specs, as a user edits cluster.yaml."""
+        doc = yaml.safe_load((self.specs / "cluster.yaml").read_text())
+        for key, value in changes.items():
+            if value is None:
+                doc["cluster"].pop(key, None)
+            else:
+                doc["cluster"][key] = value
+        (self.specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
+
+    def kraftform(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([shutil.which("kraftform") or "kraftform", *args, str(self.specs), "--state-dir",
+                               str(self.state)], capture_output=True, text=True, timeout=900, check=False)
+
+    def pids(self) -> dict[str, str]:
+        return {n.name: n.handle for n in load(self.state).nodes}
+
+    @property
+    def admin(self) -> AdminClient:
+        return AdminClient(admin_config(self.state).librdkafka())
+
+    def placement(self) -> tuple[Counter[int], Counter[int], int]:
+        """Replicas and leaders per broker, and offline partitions, over every topic."""
+        replicas: Counter[int] = Counter()
+        leaders: Counter[int] = Counter()
+        offline = 0
+        admin = self.admin
+        for topic in admin.list_topics(timeout=10).topics.values():
+            for p in topic.partitions.values():
+                replicas.update(p.replicas)
+                leaders[p.leader] += 1
+                offline += p.leader < 0
+        return replicas, leaders, offline
+
+
+@pytest.fixture(scope="module")
+def day2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Day2]:
+    base = tmp_path_factory.mktemp("day2")
+    specs = base / "specs"
+    specs.mkdir()
+    doc = yaml.safe_load(FIXTURE.read_text())
+    doc["cluster"]["name"] = "kfday2"
+    (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
+    runtime = LocalRuntime(base / "state")
+    runtime.up(load_specs(specs).cluster, timeout=300)
+    try:
+        yield Day2(specs, base / "state", runtime)
+    finally:
+        runtime.down(purge=True)
+
+
+def test_plan_is_empty_on_a_fresh_cluster(day2: Day2) -> None:
+    done = day2.kraftform("plan")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "No changes" in done.stdout
+
+
+def test_a_dynamic_setting_is_applied_live_and_config_command_drift_shows(day2: Day2) -> None:
+    before = day2.pids()
+    day2.edit(broker_config={"num.replica.fetchers": "2"})
+    planned = day2.kraftform("plan")
+    assert planned.returncode == 2 and "num.replica.fetchers: 1 -> 2" in planned.stdout, planned.stdout
+    applied = day2.kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert day2.pids() == before  # no process restarted
+    # Drift made with Kafka's own tool, behind the specs' back, shows in the next plan.
+    deployment = load(day2.state)
+    run_kafka_tool(CONFIGS, ["--bootstrap-server", deployment.bootstrap, "--command-config",
+                             str(day2.state / "admin.properties"), "--alter", "--entity-type", "brokers",
+                             "--entity-name", "2", "--add-config", "num.replica.fetchers=3"])
+    drifted = day2.kraftform("plan")
+    assert drifted.returncode == 2 and "broker 2 num.replica.fetchers: 3 -> 2" in drifted.stdout, drifted.stdout
+    assert day2.kraftform("apply", "--auto-approve").returncode == 0
+    assert day2.kraftform("plan").returncode == 0
+
+
+class Producer:
+    """Kafka's VerifiableProducer with acks=all, idempotent, writing sequence numbers throughout a change."""
+
+    def __init__(self, day2: Day2, topic: str) -> None:
+        deployment = load(day2.state)
+        config = day2.state / "producer.properties"
+        idempotent = "enable.idempotence=true\nretries=2147483647\n"
+        config.write_text((day2.state / "admin.properties").read_text() + idempotent)
+        self.log = ProducerLog()
+        self.process = subprocess.Popen(kafka_tool_command(VERIFIABLE_PRODUCER, [
+            "--bootstrap-server", deployment.bootstrap, "--topic", topic, "--max-messages", "1000000",
+            "--throughput", "200", "--acks", "-1", "--command-config", str(config)]),
+            stdout=subprocess.PIPE, stderr=(day2.state / "producer.stderr").open("w"), text=True)
+        self.stderr = day2.state / "producer.stderr"
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            for event in events([line]):
+                self.log.add(event)
+
+    def stop(self) -> set[int]:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.thread.join(timeout=30)
+        return set(self.log.acked)
+
+
+def _read_values(day2: Day2, topic: str, partitions: int) -> set[int]:
+    consumer = Consumer({**admin_config(day2.state).librdkafka(), "group.id": f"day2-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": "false"})
+    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    seen: set[int] = set()
+    positions = dict.fromkeys(range(partitions), 0)
+    try:
+        while any(positions[p] < ends[p] for p in positions):
+            message = consumer.poll(5.0)
+            if message is None or message.error():
+                continue
+            seen.add(int(message.value() or b"-1"))
+            positions[message.partition() or 0] = (message.offset() or 0) + 1
+    finally:
+        consumer.close()
+    return seen
+
+
+def test_a_read_only_setting_rolls_one_node_at_a_time_and_loses_no_acknowledged_write(day2: Day2) -> None:
+    topic = f"day2.roll.{uuid.uuid4().hex[:6]}"
+    admin = day2.admin  # kept: a client destroyed while its future is pending fails it
+    admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+    before = day2.pids()
+    day2.edit(broker_config={"num.replica.fetchers": "2", "log.retention.check.interval.ms": "600000"})
+    planned = day2.kraftform("plan")
+    assert planned.stdout.count("log.retention.check.interval.ms: 600000\n") == 3, planned.stdout
+    assert "rolling restart 1/3" in planned.stdout and "rolling restart 3/3" in planned.stdout
+    producer = Producer(day2, topic)
+    try:
+        applied = day2.kraftform("apply", "--auto-approve")
+    finally:
+        acked = producer.stop()
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    after = day2.pids()
+    brokers = [n for n in before if "broker" in n]
+    assert all(after[n] != before[n] for n in brokers)  # each broker restarted ...
+    assert all(after[n] == before[n] for n in before if n not in brokers)  # ... and nothing else
+    # ... one at a time, in order, each back before the next went down.
+    order = [line.split(":")[0].split("] ")[1] for line in applied.stderr.splitlines() if line.endswith("...")
+             and ": restarting (" in line]
+    assert order == sorted(brokers), applied.stderr
+    assert len(acked) > 1000, producer.stderr.read_text()[-2000:]
+    lost = acked - _read_values(day2, topic, 3)
+    assert not lost, f"{len(lost)} acknowledged records lost"
+    assert day2.placement()[2] == 0
+    assert day2.kraftform("plan").returncode == 0
+
+
+def test_a_node_that_cannot_start_halts_the_roll_and_the_others_keep_running(day2: Day2) -> None:
+    before = day2.pids()
+    # Valid by type and range, refused by Kafka at start: it must exceed replica.socket.timeout.ms (30 s).
+    day2.edit(broker_config={"num.replica.fetchers": "2", "log.retention.check.interval.ms": "600000",
+                             "replica.fetch.wait.max.ms": "60000"})
+    applied = day2.kraftform("apply", "--auto-approve", "--node-timeout", "60")
+    assert applied.returncode == 1
+    first = "kfday2-broker-0"
+    assert f"{first} did not come back with its new configuration" in applied.stderr, applied.stderr
+    assert "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms" in applied.stderr
+    assert "started again with its previous configuration and is back" in applied.stderr
+    assert "Not restarted: kfday2-broker-1, kfday2-broker-2" in applied.stderr
+    after = day2.pids()
+    assert {n: p for n, p in after.items() if n != first} == {n: p for n, p in before.items() if n != first}
+    assert day2.runtime.process_id(first)  # running again, on its previous configuration
+    # The specs put back, nothing is left to do.
+    day2.edit(broker_config={"num.replica.fetchers": "2", "log.retention.check.interval.ms": "600000"})
+    done = day2.kraftform("plan")
+    assert done.returncode == 0, done.stdout
+
+
+def test_three_to_four_brokers_moves_partitions_onto_the_new_one_and_back(day2: Day2) -> None:
+    admin = day2.admin
+    topics = [f"day2.load.{i}.{uuid.uuid4().hex[:4]}" for i in range(4)]
+    for future in admin.create_topics([NewTopic(t, 6, 3) for t in topics]).values():
+        future.result(30)
+    day2.edit(brokers=4)
+    planned = day2.kraftform("plan")
+    assert planned.returncode == 2
+    assert "create cluster kfday2-broker-3 node: broker 4" in planned.stdout, planned.stdout
+    applied = day2.kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    replicas, leaders, offline = day2.placement()
+    assert offline == 0 and set(replicas) == {1, 2, 3, 4}
+    # Racks a, b, c, a: every partition keeps one replica per rack, so brokers 1 and 4 share rack a's replicas
+    # evenly and leaders spread over all four.
+    assert abs(replicas[1] - replicas[4]) <= 1 and replicas[2] == replicas[3], replicas
+    assert max(leaders.values()) - min(leaders.values()) <= 1, leaders
+    assert day2.kraftform("plan").returncode == 0
+
+    day2.edit(brokers=3)
+    refused = day2.kraftform("apply", "--auto-approve")
+    assert refused.returncode == 1 and "--allow-destructive" in refused.stderr
+    applied = day2.kraftform("apply", "--auto-approve", "--allow-destructive")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    replicas, leaders, offline = day2.placement()
+    assert offline == 0 and set(replicas) == {1, 2, 3}
+    assert max(leaders.values()) - min(leaders.values()) <= 1, leaders
+    assert {n.name for n in load(day2.state).nodes} == set(day2.pids()) and "kfday2-broker-3" not in day2.pids()
+    assert not (day2.state / "nodes" / "kfday2-broker-3").exists()
+    assert json.loads((day2.state / "cluster.json").read_text())["brokers"] == 3
+    assert day2.kraftform("plan").returncode == 0
+
+
+def test_cluster_up_on_a_changed_cluster_points_at_apply(day2: Day2) -> None:
+    day2.edit(resources={"broker_heap": "512MiB"})
+    done = subprocess.run([shutil.which("kraftform") or "kraftform", "cluster", "up", str(day2.specs), "--runtime",
+                           "local", "--state-dir", str(day2.state)], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 1 and "kraftform apply --state-dir" in done.stderr, done.stderr
+    day2.edit(resources=None)

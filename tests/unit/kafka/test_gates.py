@@ -1,0 +1,24 @@
+"""The roll's gates, on the data they read."""
+
+from __future__ import annotations
+
+from kraftform.kafka.gates import PartitionState, blocking, parse_quorum
+
+
+def test_a_broker_in_an_isr_already_at_min_insync_blocks_the_roll_naming_the_partition() -> None:
+    partitions = [PartitionState("orders", 0, (1, 2, 3), (1, 2), 1), PartitionState("orders", 1, (1, 2, 3), (2, 3), 2),
+                  PartitionState("audit", 0, (1, 2, 3), (1, 2, 3), 1)]
+    assert blocking(partitions, {"orders": 2, "audit": 2}, 1) == ["orders-0 (ISR 1,2, min.insync.replicas 2)"]
+    assert blocking(partitions, {"orders": 2, "audit": 2}, 3) == ["orders-1 (ISR 2,3, min.insync.replicas 2)"]
+    assert blocking(partitions, {"orders": 1, "audit": 2}, 3) == []
+    assert blocking(partitions, {"orders": 1, "audit": 3}, 3) == ["audit-0 (ISR 1,2,3, min.insync.replicas 3)"]
+
+
+def test_quorum_voters_behind_the_leader_are_not_caught_up() -> None:
+    response = {"topics": [{"partitions": [{"leader_id": 1002, "current_voters": [
+        {"replica_id": 1001, "last_caught_up_timestamp": 10_000},
+        {"replica_id": 1002, "last_caught_up_timestamp": 10_500},
+        {"replica_id": 1003, "last_caught_up_timestamp": 5_000}]}]}]}
+    quorum = parse_quorum(response)
+    assert quorum.leader == 1002 and quorum.majority == 2
+    assert quorum.caught_up() == {1001, 1002}

@@ -1,0 +1,84 @@
+"""The running nodes against the specs: what to add, restart (in Strimzi's order) and remove."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from kraftform.cluster.config import NodePaths
+from kraftform.cluster.containers import docker_addressing
+from kraftform.cluster.render import make_secrets, render_cluster
+from kraftform.cluster.topology import topology
+from kraftform.declared import load_specs
+from kraftform.plan.nodes import RunningNode, Step, node_plan, ordered, roll_order
+from kraftform.specset.model import ClusterSpec
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+CLUSTER = load_specs(FIXTURES / "cluster").cluster
+
+
+def _rendered(cluster: ClusterSpec, secrets: object = None):  # type: ignore[no-untyped-def]
+    topo = topology(cluster)
+    made = make_secrets(topo, docker_addressing(topo), keep=secrets)  # type: ignore[arg-type]
+    return render_cluster(topo, docker_addressing(topo), {n.name: NodePaths("/c", "/d") for n in topo.nodes},
+                          made), made
+
+
+def _running(cluster: ClusterSpec) -> tuple[tuple[RunningNode, ...], object]:
+    rendered, secrets = _rendered(cluster)
+    return tuple(RunningNode(r.node.name, r.node.node_id, r.node.roles, dict(r.properties), r.node.heap_bytes,
+                             cluster.kafka_version) for r in rendered), secrets
+
+
+def test_the_same_specs_plan_nothing() -> None:
+    running, secrets = _running(CLUSTER)
+    assert node_plan(running, _rendered(CLUSTER, secrets)[0], CLUSTER.kafka_version).empty
+
+
+def test_a_read_only_broker_setting_restarts_the_brokers_and_a_dynamic_one_nothing() -> None:
+    running, secrets = _running(CLUSTER)
+    changed = dataclasses.replace(CLUSTER, broker_config={"log.retention.check.interval.ms": "600000",
+                                                          "num.io.threads": "16"})
+    plan = node_plan(running, _rendered(changed, secrets)[0], CLUSTER.kafka_version)
+    assert {s.node.name for s in plan.of(Step.RESTART)} == {"kftest-broker-0", "kftest-broker-1", "kftest-broker-2"}
+    assert all([str(d) for d in s.differences] == ["log.retention.check.interval.ms: (unset) -> 600000"]
+               for s in plan.steps)
+
+
+def test_heap_and_kafka_version_restart_every_node_they_touch() -> None:
+    running, secrets = _running(CLUSTER)
+    bigger = dataclasses.replace(CLUSTER, controller_heap_bytes=CLUSTER.controller_heap_bytes * 2)
+    plan = node_plan(running, _rendered(bigger, secrets)[0], "4.2.0")
+    assert len(plan.of(Step.RESTART)) == 6
+    controller = next(s for s in plan.steps if s.node.name == "kftest-controller-0")
+    assert [d.key for d in controller.differences] == ["kafka_version", "heap"]
+
+
+def test_a_broker_more_is_added_and_nobody_restarts_a_broker_less_is_removed() -> None:
+    running, secrets = _running(CLUSTER)
+    grown = node_plan(running, _rendered(dataclasses.replace(CLUSTER, brokers=4), secrets)[0], CLUSTER.kafka_version)
+    assert [(s.step, s.node.name, s.node.rack) for s in grown.steps] == [(Step.ADD, "kftest-broker-3", "rack-a")]
+    four, secrets4 = _running(dataclasses.replace(CLUSTER, brokers=4))
+    shrunk = node_plan(four, _rendered(CLUSTER, secrets4)[0], CLUSTER.kafka_version)
+    assert [(s.step, s.node.name) for s in shrunk.steps] == [(Step.REMOVE, "kftest-broker-3")]
+
+
+def test_controller_count_and_unrecorded_nodes_are_refused_with_the_reason() -> None:
+    running, secrets = _running(CLUSTER)
+    plan = node_plan(running, _rendered(dataclasses.replace(CLUSTER, controllers=5), secrets)[0],
+                     CLUSTER.kafka_version)
+    assert len(plan.refused) == 2 and all("static voter list" in r for r in plan.refused)
+    assert not plan.of(Step.ADD)
+    old = tuple(dataclasses.replace(r, properties=None) for r in running)
+    assert all("earlier kraftform" in r for r in node_plan(old, _rendered(CLUSTER, secrets)[0], "4.3.1").refused)
+
+
+def test_roll_order_is_followers_then_the_active_controller_then_brokers() -> None:
+    running, secrets = _running(CLUSTER)
+    everything = dataclasses.replace(CLUSTER, controller_heap_bytes=1 << 30, broker_heap_bytes=1 << 30)
+    plan = node_plan(running, _rendered(everything, secrets)[0], CLUSTER.kafka_version)
+    order = [s.node.node_id for s in roll_order(plan.of(Step.RESTART), active_controller=1002)]
+    assert order == [1001, 1003, 1002, 1, 2, 3]
+    grown = dataclasses.replace(everything, brokers=4)
+    steps = ordered(node_plan(running, _rendered(grown, secrets)[0], CLUSTER.kafka_version), 1001)
+    assert steps[0].step is Step.ADD and [s.node.node_id for s in steps[1:4]] == [1002, 1003, 1001]

@@ -15,8 +15,9 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kraftform.cluster.config import Addressing
 from kraftform.cluster.connection import Connection, read_connection
-from kraftform.cluster.render import ClusterSecrets, RenderedNode, secrets_from_dict, secrets_to_dict
+from kraftform.cluster.render import ClusterSecrets, RenderedNode, make_secrets, secrets_from_dict, secrets_to_dict
 from kraftform.cluster.topology import Topology
 from kraftform.errors import UsageError
 from kraftform.plan.nodes import NodePlan, RunningNode
@@ -86,6 +87,16 @@ def load_secrets(state_dir: Path) -> ClusterSecrets:
                          f"did not keep its CA, so no node can be added or given a new configuration; replace the "
                          f"cluster to manage its nodes")
     return secrets_from_dict(json.loads(path.read_text()))
+
+
+def grown_secrets(state_dir: Path, topo: Topology, addr: Addressing, keep_new_keys: bool) -> ClusterSecrets:
+    """The cluster's secrets with a key for every node `topo` has, new ones signed by the cluster's CA; saved
+    with `keep_new_keys`, so a node added keeps its key."""
+    kept = load_secrets(state_dir)
+    grown = make_secrets(topo, addr, keep=kept)
+    if keep_new_keys and set(grown.node_keys) - set(kept.node_keys):
+        save_secrets(state_dir, grown)
+    return grown
 
 
 def write_private(path: Path, content: str) -> None:

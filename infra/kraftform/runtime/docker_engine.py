@@ -69,11 +69,11 @@ class DockerRuntime:
         return {s.name: s for s in container_specs(topology(in_containers(cluster)), secrets,
                                                    self._image(kafka_version))}
 
-    def rendered(self, cluster: ClusterSpec) -> tuple[RenderedNode, ...]:
-        """Every node as the specs now describe it, with this cluster's own CA, keys and passwords."""
+    def rendered(self, cluster: ClusterSpec, keep_new_keys: bool = False) -> tuple[RenderedNode, ...]:
+        """As `LocalRuntime.rendered`."""
         topo = topology(in_containers(cluster))
-        return render_in_containers(topo, make_secrets(topo, docker_addressing(topo),
-                                                       keep=dep.load_secrets(self.state_dir)))
+        return render_in_containers(topo, dep.grown_secrets(self.state_dir, topo, docker_addressing(topo),
+                                                            keep_new_keys))
 
     def node_plan(self, cluster: ClusterSpec) -> NodePlan | None:
         if not (self.state_dir / dep.SECRETS_FILE).is_file():

@@ -119,10 +119,11 @@ class LocalRuntime:
         return render_cluster(topo, local_addressing(topo, self.state_dir),
                               {n.name: self._node_paths(n.name) for n in topo.nodes}, secrets)
 
-    def rendered(self, cluster: ClusterSpec) -> tuple[RenderedNode, ...]:
-        """Every node as the specs now describe it, with this cluster's own CA, keys and passwords."""
+    def rendered(self, cluster: ClusterSpec, keep_new_keys: bool = False) -> tuple[RenderedNode, ...]:
+        """Every node as the specs now describe it, with this cluster's own CA, keys and passwords; a node new to
+        the cluster gets a key from its CA, kept in the state directory with `keep_new_keys` (when it is added)."""
         topo = topology(cluster)
-        secrets = make_secrets(topo, local_addressing(topo, self.state_dir), keep=dep.load_secrets(self.state_dir))
+        secrets = dep.grown_secrets(self.state_dir, topo, local_addressing(topo, self.state_dir), keep_new_keys)
         return self.render(cluster, secrets)
 
     def up(self, cluster: ClusterSpec, admin_password: str | None = None, timeout: float = 240) -> ClusterHealth:

@@ -42,7 +42,7 @@ class Nodes(Protocol):
 
     state_dir: Path
 
-    def rendered(self, cluster: ClusterSpec) -> tuple[RenderedNode, ...]: ...
+    def rendered(self, cluster: ClusterSpec, keep_new_keys: bool = False) -> tuple[RenderedNode, ...]: ...
     def node_plan(self, cluster: ClusterSpec) -> NodePlan | None: ...
     def process_id(self, name: str) -> str: ...
     def replace_node(self, cluster: ClusterSpec, rendered: RenderedNode) -> None: ...
@@ -152,7 +152,7 @@ def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connectio
     if work.refused:
         raise PlanRefusedError("the cluster's nodes cannot be changed as declared; nothing was done:\n" +
                                "\n".join(f"  {r}" for r in work.refused))
-    rendered = {r.node.name: r for r in runtime.rendered(cluster)}
+    rendered = {r.node.name: r for r in runtime.rendered(cluster, keep_new_keys=True)}
     adds = [s for s in work.steps if s.step is Step.ADD]
     removes = [s for s in work.steps if s.step is Step.REMOVE]
     if adds or removes:

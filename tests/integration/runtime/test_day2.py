@@ -1,8 +1,9 @@
-"""Day 2 on a real cluster of its own (local runtime): the cluster section changed in the specs and applied with
-`kraftform apply --state-dir`, as a user would, each change checked from outside (process ids, Kafka's own
-ConfigCommand, a VerifiableProducer with acks=all writing throughout, the partitions' replicas and leaders).
+"""Day 2 on a real cluster of its own, in each runtime (JVMs on this machine, containers on Docker): the cluster
+section changed in the specs and applied with `kraftform apply --state-dir`, as a user would, each change checked
+from outside (process ids and container starts, Kafka's own ConfigCommand, a VerifiableProducer with acks=all
+writing throughout, the partitions' replicas and leaders).
 
-The tests run in order on one cluster, each leaving it matching its specs (`plan` empty) for the next.
+The tests run in order on one cluster per runtime, each leaving it matching its specs (`plan` empty) for the next.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import pytest
 import yaml
@@ -23,10 +25,13 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kraftform.declared import load_specs
+from kraftform.runtime import Runtime, get_runtime
 from kraftform.runtime.deployment import admin_config, load
-from kraftform.runtime.local import LocalRuntime
+from kraftform.runtime.rolling import Nodes
 from kraftform.runtime.tools import CONFIGS, VERIFIABLE_PRODUCER, kafka_tool_command, run_kafka_tool
 from kraftform.verification.toolout import ProducerLog, events
+
+from ..conftest import clear_leftovers
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "cluster" / "cluster.yaml"
 
@@ -35,7 +40,7 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "cluster" / "cluste
 class Day2:
     specs: Path
     state: Path
-    runtime: LocalRuntime
+    runtime: Runtime
 
     def edit(self, **changes: object) -> None:
         """Change the cluster section of the specs, as a user edits cluster.yaml."""
@@ -52,7 +57,9 @@ class Day2:
                                str(self.state)], capture_output=True, text=True, timeout=900, check=False)
 
     def pids(self) -> dict[str, str]:
-        return {n.name: n.handle for n in load(self.state).nodes}
+        """Each node's process id (local) or container id and start time (Docker): a restart changes it."""
+        nodes = cast(Nodes, self.runtime)
+        return {n.name: nodes.process_id(n.name) for n in load(self.state).nodes}
 
     @property
     def admin(self) -> AdminClient:
@@ -72,20 +79,33 @@ class Day2:
         return replicas, leaders, offline
 
 
-@pytest.fixture(scope="module")
-def day2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Day2]:
+@pytest.fixture(scope="module", params=["local", "docker"])
+def day2(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Day2]:
     base = tmp_path_factory.mktemp("day2")
     specs = base / "specs"
     specs.mkdir()
     doc = yaml.safe_load(FIXTURE.read_text())
-    doc["cluster"]["name"] = "kfday2"
+    doc["cluster"]["name"] = f"kfday2{request.param[0]}"
+    # Published ports of their own: the session's shared Docker cluster uses the fixture's.
+    doc["cluster"]["security"]["external_listener"]["base_port"] = 39092
     (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
-    runtime = LocalRuntime(base / "state")
+    if request.param == "docker":
+        from kraftform.runtime.engine import docker_client
+        from kraftform.runtime.images import build_kafka
+
+        client = docker_client()
+        build_kafka(client, [])
+        clear_leftovers(client, doc["cluster"]["name"])
+    runtime = get_runtime(request.param, base / "state")
     runtime.up(load_specs(specs).cluster, timeout=300)
     try:
         yield Day2(specs, base / "state", runtime)
     finally:
         runtime.down(purge=True)
+
+
+def _name(day2: Day2) -> str:
+    return load(day2.state).cluster_name
 
 
 def test_plan_is_empty_on_a_fresh_cluster(day2: Day2) -> None:
@@ -199,14 +219,14 @@ def test_a_node_that_cannot_start_halts_the_roll_and_the_others_keep_running(day
                              "replica.fetch.wait.max.ms": "60000"})
     applied = day2.kraftform("apply", "--auto-approve", "--node-timeout", "60")
     assert applied.returncode == 1
-    first = "kfday2-broker-0"
+    first = f"{_name(day2)}-broker-0"
     assert f"{first} did not come back with its new configuration" in applied.stderr, applied.stderr
     assert "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms" in applied.stderr
     assert "started again with its previous configuration and is back" in applied.stderr
-    assert "Not restarted: kfday2-broker-1, kfday2-broker-2" in applied.stderr
+    assert f"Not restarted: {_name(day2)}-broker-1, {_name(day2)}-broker-2" in applied.stderr
     after = day2.pids()
     assert {n: p for n, p in after.items() if n != first} == {n: p for n, p in before.items() if n != first}
-    assert day2.runtime.process_id(first)  # running again, on its previous configuration
+    assert after[first]  # running again, on its previous configuration
     # The specs put back, nothing is left to do.
     day2.edit(broker_config={"num.replica.fetchers": "2", "log.retention.check.interval.ms": "600000"})
     done = day2.kraftform("plan")
@@ -221,7 +241,7 @@ def test_three_to_four_brokers_moves_partitions_onto_the_new_one_and_back(day2: 
     day2.edit(brokers=4)
     planned = day2.kraftform("plan")
     assert planned.returncode == 2
-    assert "create cluster kfday2-broker-3 node: broker 4" in planned.stdout, planned.stdout
+    assert f"create cluster {_name(day2)}-broker-3 node: broker 4" in planned.stdout, planned.stdout
     applied = day2.kraftform("apply", "--auto-approve")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     replicas, leaders, offline = day2.placement()
@@ -240,8 +260,14 @@ def test_three_to_four_brokers_moves_partitions_onto_the_new_one_and_back(day2: 
     replicas, leaders, offline = day2.placement()
     assert offline == 0 and set(replicas) == {1, 2, 3}
     assert max(leaders.values()) - min(leaders.values()) <= 1, leaders
-    assert {n.name for n in load(day2.state).nodes} == set(day2.pids()) and "kfday2-broker-3" not in day2.pids()
-    assert not (day2.state / "nodes" / "kfday2-broker-3").exists()
+    assert f"{_name(day2)}-broker-3" not in day2.pids()
+    assert not (day2.state / "nodes" / f"{_name(day2)}-broker-3").exists()  # its data: the local runtime's ...
+    if day2.runtime.name == "docker":  # ... or its container and volume
+        from kraftform.runtime.engine import docker_client
+
+        client = docker_client()
+        assert not client.containers.list(all=True, filters={"name": f"{_name(day2)}-broker-3"})
+        assert not client.volumes.list(filters={"name": f"{_name(day2)}-broker-3-data"})
     assert json.loads((day2.state / "cluster.json").read_text())["brokers"] == 3
     assert day2.kraftform("plan").returncode == 0
 
@@ -249,7 +275,7 @@ def test_three_to_four_brokers_moves_partitions_onto_the_new_one_and_back(day2: 
 def test_cluster_up_on_a_changed_cluster_points_at_apply(day2: Day2) -> None:
     day2.edit(resources={"broker_heap": "512MiB"})
     done = subprocess.run([shutil.which("kraftform") or "kraftform", "cluster", "up", str(day2.specs), "--runtime",
-                           "local", "--state-dir", str(day2.state)], capture_output=True, text=True, timeout=120,
-                          check=False)
+                           day2.runtime.name, "--state-dir", str(day2.state)], capture_output=True, text=True,
+                          timeout=120, check=False)
     assert done.returncode == 1 and "kraftform apply --state-dir" in done.stderr, done.stderr
     day2.edit(resources=None)

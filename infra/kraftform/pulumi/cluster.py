@@ -16,6 +16,7 @@ import pulumi
 import pulumi_docker as docker
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ResourceProvider, UpdateResult
 
+from kraftform.cluster.connection import Connection
 from kraftform.cluster.containers import (
     LABEL_CLUSTER,
     ContainerSpec,
@@ -25,7 +26,8 @@ from kraftform.cluster.containers import (
     in_containers,
 )
 from kraftform.cluster.render import make_secrets, secrets_from_dict, secrets_to_dict
-from kraftform.cluster.topology import Topology, topology
+from kraftform.cluster.topology import Node, Topology, topology
+from kraftform.pulumi.rolling import Membership, NodeGate, Partitions, revision
 from kraftform.specset.model import ClusterSpec, ExternalListener, Security
 from kraftform.units import go_duration
 
@@ -136,6 +138,16 @@ def container_resource(name: str, spec: pulumi.Output[ContainerSpec], image_id: 
         opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True, depends_on=[volume, *after]))
 
 
+#: The replication throttle while partitions move onto added brokers or off removed ones (the CLI's default).
+DEFAULT_THROTTLE = 50 * 1024 * 1024
+
+
+def roll_order_of(topo: Topology) -> tuple[Node, ...]:
+    """Controllers, then brokers, in node id order: the order containers change in. (`kraftform apply` also
+    leaves the active controller for last; which one leads is not known when Pulumi plans.)"""
+    return tuple(sorted(topo.nodes, key=lambda n: (not n.is_controller, n.node_id)))
+
+
 class KafkaCluster(pulumi.ComponentResource):
     """Network, one volume and one container per node; outputs the bootstrap servers and the CA."""
 
@@ -163,19 +175,40 @@ class KafkaCluster(pulumi.ComponentResource):
         # name would differ from the state on every run and replace every container. keep_locally: a
         # `pulumi destroy` leaves the image (the local one cannot be pulled again).
         self.image = docker.RemoteImage(f"{name}-image", name=image, keep_locally=True, opts=child)
-        self.volumes: list[docker.Volume] = []
-        self.containers: list[docker.Container] = []
-        for index, node in enumerate(topo.nodes):
-            one = specs.apply(lambda all_specs, index=index: all_specs[index])  # type: ignore[misc]
-            volume = docker.Volume(f"{name}-{node.name}-data", name=one.apply(lambda c: c.volume), opts=child)
-            # Created only once healthy, so the topics and users that depend on the containers find a listening
-            # cluster.
-            container = container_resource(node.name, one, self.image.image_id, self.network.name, volume, self,
-                                           wait_timeout=180)
-            self.volumes.append(volume)
-            self.containers.append(container)
         host = spec.security.external_listener.host
         self.bootstrap_servers = specs.apply(lambda all_specs: bootstrap_servers(all_specs, host))
         self.ca_certificate = self.secrets.ca_cert  # type: ignore[attr-defined]
         self.admin_password = pulumi.Output.secret(self.secrets.admin_password)  # type: ignore[attr-defined]
+        security = spec.security
+        self.connection: pulumi.Output[dict[str, Any]] = pulumi.Output.all(
+            self.bootstrap_servers, self.admin_password, self.ca_certificate).apply(
+            lambda v: Connection.scram(v[0], security.admin_user, v[1], security.sasl_mechanism, None).props(
+                ca_pem=v[2]))
+        self.volumes: list[docker.Volume] = []
+        self.containers: list[docker.Container] = []
+        #: The last gate of the roll: what waits for every node to be back (topics, users, consumers).
+        self.ready: list[pulumi.Resource] = []
+        index_of = {n.name: i for i, n in enumerate(topo.nodes)}
+        previous: pulumi.Resource | None = None
+        for node in roll_order_of(topo):
+            one = specs.apply(lambda all_specs, index=index_of[node.name]: all_specs[index])  # type: ignore[misc]
+            volume = docker.Volume(f"{name}-{node.name}-data", name=one.apply(lambda c: c.volume), opts=child)
+            changed = pulumi.Output.all(one, self.image.image_id).apply(lambda v: revision(v[0], v[1]))
+            after: list[pulumi.Resource] = [NodeGate(f"{node.name}-may-stop", "may-stop", node, changed,
+                                                     self.connection, pulumi.ResourceOptions(
+                                                         parent=self, depends_on=[previous] if previous else []))]
+            if node.is_broker and not node.is_controller:
+                after.append(Membership(f"{node.name}-membership", node, self.connection, child))
+            # Created only once healthy, so the topics and users that depend on the containers find a listening
+            # cluster.
+            container = container_resource(node.name, one, self.image.image_id, self.network.name, volume, self,
+                                           wait_timeout=180, after=after)
+            previous = NodeGate(f"{node.name}-back", "back", node, container.id, self.connection,
+                                pulumi.ResourceOptions(parent=self, depends_on=[container]))
+            self.volumes.append(volume)
+            self.containers.append(container)
+        assert previous is not None
+        self.partitions = Partitions(f"{name}-partitions", [n.node_id for n in topo.brokers], DEFAULT_THROTTLE,
+                                     self.connection, pulumi.ResourceOptions(parent=self, depends_on=[previous]))
+        self.ready = [previous, self.partitions]
         self.register_outputs({"bootstrap_servers": self.bootstrap_servers, "ca_certificate": self.ca_certificate})

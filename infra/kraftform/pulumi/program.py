@@ -211,11 +211,8 @@ def build(cfg: StackConfig) -> Stack:
     cluster: KafkaCluster | None = None
     if cfg.mode == "docker":
         cluster = KafkaCluster(specs.cluster.name, specs.cluster, IMAGES.get(cfg.image, cfg.image), cfg.admin_password)
-        depends = list(cluster.containers)
-        connection: pulumi.Input[dict[str, Any]] = pulumi.Output.all(
-            cluster.bootstrap_servers, cluster.admin_password, cluster.ca_certificate).apply(
-            lambda v: Connection.scram(v[0], security.admin_user, v[1], security.sasl_mechanism, None).props(
-                ca_pem=v[2]))
+        depends = [*cluster.containers, *cluster.ready]
+        connection: pulumi.Input[dict[str, Any]] = cluster.connection
         bootstrap: pulumi.Input[str] = cluster.bootstrap_servers
         ca: pulumi.Input[str] = cluster.ca_certificate
     else:

@@ -136,7 +136,7 @@ def _active_controller(connection: Connection) -> int | None:
         return None
 
 
-def _wait_gate(what: str, timeout: float, check: Callable[[], str | None]) -> None:
+def wait_gate(what: str, timeout: float, check: Callable[[], str | None]) -> None:
     def attempt() -> None:
         reason = check()
         if reason:
@@ -190,7 +190,7 @@ def roll(runtime: Nodes, cluster: ClusterSpec, restarts: list[NodeStep], rendere
         label = f"[{number}/{len(order)}] {node.name}"
         progress(f"{label}: waiting until it may stop ...")
         try:
-            _wait_gate(f"{node.name} to be safe to stop", options.gate_timeout_s,
+            wait_gate(f"{node.name} to be safe to stop", options.gate_timeout_s,
                        lambda node=node: gates.why_not_stop(connection, node))  # type: ignore[misc]
         except RollHalted as exc:
             raise RollHalted(f"the roll stopped before {node.name}, which was not restarted: {exc}; "
@@ -230,7 +230,7 @@ def _wait_back(runtime: Nodes, s: NodeStep, connection: Connection, options: Rol
             raise RollHalted(f"{name} exited")  # not worth waiting for: nothing starts a local node again
         return gates.why_not_ready(connection, s.node)
 
-    _wait_gate(f"{name} to be back", options.node_timeout_s, check)
+    wait_gate(f"{name} to be back", options.node_timeout_s, check)
 
 
 def _mark_rebalance(state_dir: Path, pending: bool) -> None:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from pulumi.runtime import proto
 
@@ -23,6 +24,7 @@ from kraftform.kafka.observe import observe
 from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
 from kraftform.pulumi.consumers import ConsumerStateProvider, state_inputs
 from kraftform.pulumi.providers import AccessProvider, BrokerSettingsProvider
+from kraftform.pulumi.rolling import NodeGateProvider
 from kraftform.pulumi.topics import TopicSetProvider
 from kraftform.runtime.tools import ACLS, CONFIGS, TOPICS, run_kafka_tool
 from kraftform.spark.manifest import consumer_manifest, shape_digest
@@ -302,3 +304,29 @@ def test_broker_settings_are_set_live_through_the_engine_calls_and_removed_with_
     finally:
         host.delete(provider, "broker-settings", id_, outputs)
     assert not any("num.io.threads" in v for v in observe(connection).state.broker_dynamic.values())
+
+
+def test_a_nodes_gates_wait_through_the_engine_calls_and_name_the_partition_that_blocks_a_stop(
+        host: ProviderHost, local_cluster: LiveCluster) -> None:
+    """The roll's gates as `pulumi up` runs them: nothing waits on create; an update of the revision waits for
+    the gate and fails, naming the topic, while a partition the broker is in the ISR of is at min.insync.replicas
+    (here: 3 replicas, min.insync.replicas 3)."""
+    broker = local_cluster.deployment.node(f"{local_cluster.spec.name}-broker-0")
+    props = {"phase": "may-stop", "node": broker.name, "node_id": broker.node_id, "roles": broker.roles,
+             "revision": "r1", "timeout_s": 5, "connection": connection_props(local_cluster)}
+    provider = NodeGateProvider()
+    id_, outputs = host.create(provider, "gate", props)
+    assert host.diff(provider, "gate", id_, outputs, props).changes == proto.DiffResponse.DIFF_NONE
+    changed = {**props, "revision": "r2"}
+    assert host.diff(provider, "gate", id_, outputs, changed).changes == proto.DiffResponse.DIFF_SOME
+    assert host.update(provider, "gate", id_, outputs, changed)["revision"] == "r2"  # a healthy cluster: it may stop
+    back = {**changed, "phase": "back", "revision": "r3"}
+    assert host.update(provider, "gate", id_, outputs, back)["revision"] == "r3"
+    topic = unique("gate")
+    run_kafka_tool(TOPICS, ["--bootstrap-server", local_cluster.deployment.bootstrap, "--command-config",
+                            str(local_cluster.state_dir / "admin.properties"), "--create", "--topic", topic,
+                            "--partitions", "1", "--replication-factor", "3", "--config", "min.insync.replicas=3"])
+    with pytest.raises(grpc.RpcError) as refused:
+        host.update(provider, "gate", id_, outputs, {**props, "revision": "r4"})
+    assert f"the roll stopped at {broker.name}" in str(refused.value)
+    assert f"{topic}-0 (ISR" in str(refused.value) and "min.insync.replicas 3" in str(refused.value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import replace
@@ -180,15 +181,43 @@ def test_kafka_resources_wait_for_every_container(stack: tuple[Mocks, dict[str, 
         assert MONITOR is not None
         containers = {c.name for c in node_containers(mocks)}
         kafka = [r.name for r in mocks.of_type("pulumi-python:dynamic:Resource")
-                 if not r.name.endswith(("-secrets", "-state", "-ready"))]
+                 if not r.name.endswith(("-secrets", "-state", "-ready", *ROLL))]
         assert len(kafka) == 1 + 7 + 1  # the topics, one resource per principal, and the broker settings
         for name in kafka:
             waits_for = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies[name]}
-            assert containers <= waits_for, name
+            # Every container, the roll's last gate and the partition moves after added or removed brokers.
+            assert containers | {"platform-broker-2-back", "platform-partitions"} <= waits_for, name
         # A dev stack is throw-away: nothing protected, so `pulumi destroy` removes it all.
         assert not any(MONITOR.protected[name] for name in kafka)
         # Containers wait for their volumes; the volumes are their own resources, kept on replacement.
         assert any(urn.endswith("platform-broker-0-data") for urn in MONITOR.dependencies["platform-broker-0"])
+
+    return pulumi.Output.all(*outputs.values()).apply(check)
+
+
+ROLL = ("-may-stop", "-back", "-membership", "-partitions")
+
+
+@pulumi_test
+def test_nodes_change_one_at_a_time_each_between_two_gates(stack: tuple[Mocks, dict[str, Any]]) -> Any:
+    """may-stop(n) -> container(n) -> back(n) -> may-stop(n + 1): Pulumi registers a resource once its
+    dependencies are done, so a replacement waits for the gate before it and the next node for the gate after."""
+    _mocks, outputs = stack
+
+    def check(_: Any) -> None:
+        assert MONITOR is not None
+
+        def deps(name: str) -> set[str]:
+            return {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies[name]}
+
+        order = [f"platform-controller-{i}" for i in range(3)] + [f"platform-broker-{i}" for i in range(3)]
+        for before, node in itertools.pairwise(order):
+            assert f"{before}-back" in deps(f"{node}-may-stop"), node
+        for node in order:
+            assert f"{node}-may-stop" in deps(node) and node in deps(f"{node}-back"), node
+        # A broker's registration outlives its container: removed brokers are unregistered after it is gone.
+        assert all(f"{b}-membership" in deps(b) for b in order[3:])
+        assert "platform-broker-2-back" in deps("platform-partitions")
 
     return pulumi.Output.all(*outputs.values()).apply(check)
 

@@ -70,7 +70,8 @@ def test_every_module_imports_on_its_own_in_a_fresh_interpreter() -> None:
 #: (`specset`) sits just above the base modules, so reading specs never pulls in Spark, Kafka or Docker; Spark's
 #: rules join the model's in `declared`; only `runtime` and `pulumi` start things; the CLI is the top.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "units", "versions", "waiting", "tables", "topic_configs", "kafka_configs", "server_configs"}),
+    frozenset({"errors", "units", "versions", "waiting", "tables", "topic_configs", "kafka_configs", "server_configs",
+               "kafka_features"}),
     frozenset({"specset"}),
     frozenset({"cluster", "lint"}),
     frozenset({"artifacts", "plan"}),

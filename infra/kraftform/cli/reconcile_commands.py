@@ -13,7 +13,7 @@ from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.cluster.connection import Connection, read_connection
 from kraftform.declared import load_specs
 from kraftform.errors import ClusterUnhealthy, PlanRefusedError, UsageError
-from kraftform.kafka.apply import ApplyOptions
+from kraftform.kafka.apply import ApplyOptions, check_applicable
 from kraftform.kafka.reconcile import LivePlan, apply_cluster, plan_cluster
 from kraftform.plan.changes import Plan, Safety
 from kraftform.plan.render import RENDERERS, render_text, summary
@@ -120,18 +120,20 @@ def cmd_apply(args: argparse.Namespace) -> int:
     sys.stdout.write(render_text(plan))
     if plan.empty:
         return 0
-    destructive = [c for c in plan.node_work if c.safety is Safety.DESTRUCTIVE]
-    if target.work is not None and destructive and not args.allow_destructive:
-        raise PlanRefusedError(f"{len(destructive)} destructive change(s) to the cluster's nodes need "
-                               f"--allow-destructive; nothing was applied:\n" + "\n".join(
-                                   f"  {c.action} {c.resource}: {c.reason}" for c in destructive))
+    options = ApplyOptions(allow_destructive=args.allow_destructive, throttle_bytes_per_s=throttle)
+    if target.work is not None:  # node work comes first: everything must be allowed before it starts
+        destructive = [c for c in plan.node_work if c.safety is Safety.DESTRUCTIVE]
+        if destructive and not args.allow_destructive:
+            raise PlanRefusedError(f"{len(destructive)} destructive change(s) to the cluster's nodes need "
+                                   f"--allow-destructive; nothing was applied:\n" + "\n".join(
+                                       f"  {c.action} {c.resource}: {c.reason}" for c in destructive))
+        check_applicable(target.live.plan, specs.users, target.live.passwords, options)
     if not args.auto_approve:
         if not sys.stdin.isatty():
             raise UsageError("apply needs confirmation: run it in a terminal, or pass --auto-approve")
         if input(f"Apply {summary(plan)}? [y/N] ").strip().lower() not in ("y", "yes"):
             print("Nothing applied.")
             return 1
-    options = ApplyOptions(allow_destructive=args.allow_destructive, throttle_bytes_per_s=throttle)
     if target.runtime is not None and target.work is not None:
         return _apply_with_nodes(args, specs, target, options)
     after = apply_cluster(target.connection, specs, target.live, options, _progress)

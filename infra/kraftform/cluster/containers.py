@@ -125,7 +125,8 @@ def _command(r: RenderedNode, cluster_id: str) -> tuple[str, ...]:
     script = (
         "set -euf; "  # -f: the SCRAM arguments contain [ ] and must not be globbed
         f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
-        f"java {' '.join(format_args(classpath, cluster_id, r.paths))} $(cat {CONFIG_DIR}/{FORMAT_ARGS}); fi; "
+        f"java {' '.join((*format_args(classpath, cluster_id, r.paths), *r.format_options))} "
+        f"$(cat {CONFIG_DIR}/{FORMAT_ARGS}); fi; "
         f"exec java {' '.join(server_args(r.node, r.paths, classpath))}"
     )
     return ("sh", "-c", script)

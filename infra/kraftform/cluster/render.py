@@ -111,6 +111,8 @@ class RenderedNode:
     files: tuple[NodeFile, ...]
     #: The admin and inter-broker SCRAM users, created in the metadata log at format time.
     scram_args: tuple[str, ...] = field(repr=False)
+    #: Further StorageTool arguments: the release whose feature levels a new cluster starts at.
+    format_options: tuple[str, ...] = ()
 
 
 #: For StorageTool and other one-shot tools: start quickly (C1 only, serial GC); they run for a second.
@@ -152,7 +154,8 @@ def render_node(topo: Topology, node: Node, addr: Addressing, paths: NodePaths,
         NodeFile(LOG4J2_FILE, LOG4J2_CONFIG),
     )
     scram = ("--add-scram", f"{mech}=[name={topo.cluster.security.admin_user},password={secrets.admin_password}]")
-    return RenderedNode(node, paths, props, files, scram)
+    release = topo.cluster.metadata_version
+    return RenderedNode(node, paths, props, files, scram, ("--release-version", release) if release else ())
 
 
 def render_cluster(topo: Topology, addr: Addressing, paths: Mapping[str, NodePaths],

@@ -59,6 +59,7 @@ from kraftform.plan.changes import (
     Change,
     ConfigValue,
     Credential,
+    FeatureLevel,
     Kind,
     PartitionCount,
     Plan,
@@ -365,6 +366,17 @@ class Applier:
         for broker, settings in sorted(entries.items()):  # librdkafka: one BROKER resource per request
             self._alter_configs(ResourceType.BROKER, {broker: settings}, f"alter the settings of broker {broker}")
 
+    def features(self, changes: list[Change]) -> None:
+        """Feature levels finalised (UpdateFeatures, through kafka-python: confluent-kafka has no call for it);
+        the controller answers per feature."""
+        updates = {c.resource: _payload(c, FeatureLevel).level for c in changes}
+        with kafka_python_admin(self.connection, self.admin.requests) as client:
+            self.admin.requests["UpdateFeatures"] += 1
+            results = client.update_features(updates)
+        for feature, result in sorted(results.items()):
+            if result != "OK":
+                self.failures.append(Failure(feature, "finalise the feature level", str(result), KafkaRequestFailed))
+
     # --- access --------------------------------------------------------------------------------------
     def acls(self, changes: list[Change]) -> None:
         create = [_confluent_binding(_payload(c, model.AclBinding)) for c in changes if c.action is Action.CREATE]
@@ -391,8 +403,8 @@ class Applier:
     #: DescribeAcls 29 s after they were written, against 1 s when written first). Granting on a topic
     #: that does not exist yet is harmless.
     STEPS: Mapping[Kind, Callable[[Applier, list[Change]], None]] = {
-        Kind.BROKER_CONFIG: broker_configs, Kind.USER: users, Kind.ACL: acls, Kind.QUOTA: quotas, Kind.TOPIC: topics,
-        Kind.TOPIC_CONFIG: topic_configs,
+        Kind.FEATURE: features, Kind.BROKER_CONFIG: broker_configs, Kind.USER: users, Kind.ACL: acls,
+        Kind.QUOTA: quotas, Kind.TOPIC: topics, Kind.TOPIC_CONFIG: topic_configs,
         Kind.PARTITIONS: partitions, Kind.REPLICATION: replication}
 
 

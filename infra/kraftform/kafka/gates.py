@@ -10,7 +10,7 @@ the reason it does not pass, naming the topic or node, or None.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -40,6 +40,8 @@ class Quorum:
     leader: int
     #: voter id -> how far its last catch-up is behind the leader's, in ms.
     behind_ms: Mapping[int, int]
+    #: voter id -> when it last fetched from the leader (the leader's clock, ms since the epoch).
+    fetched_at: Mapping[int, int] = field(default_factory=dict)
 
     def caught_up(self, timeout_ms: int = QUORUM_FETCH_TIMEOUT_MS) -> frozenset[int]:
         return frozenset(v for v, ms in self.behind_ms.items() if ms <= timeout_ms)
@@ -56,7 +58,8 @@ def parse_quorum(response: Mapping[str, Any]) -> Quorum:
     leader = partition["leader_id"]
     stamps = {v["replica_id"]: v["last_caught_up_timestamp"] for v in voters}
     newest = stamps.get(leader, max(stamps.values(), default=0))
-    return Quorum(leader, {v: (newest - ts if ts >= 0 else 2**31) for v, ts in stamps.items()})
+    return Quorum(leader, {v: (newest - ts if ts >= 0 else 2**31) for v, ts in stamps.items()},
+                  {v["replica_id"]: v["last_fetch_timestamp"] for v in voters})
 
 
 def read_quorum(connection: Connection) -> Quorum:
@@ -112,15 +115,18 @@ def why_not_stop(connection: Connection, node: Node) -> str | None:
     return None
 
 
-def why_not_ready(connection: Connection, node: Node) -> str | None:
-    """Why the cluster is not yet whole again after `node` started, or None."""
+def why_not_ready(connection: Connection, node: Node, since_ms: int = 0) -> str | None:
+    """Why the cluster is not yet whole again after `node` started (at `since_ms`, wall clock), or None. A
+    controller's catch-up must be newer than its start: the leader's view of a voter that just stopped stays
+    fresh for a moment."""
     admin = AdminClient(connection.librdkafka())
     if node.is_broker:
         registered = {n.id for n in admin.describe_cluster(request_timeout=TIMEOUT).result(timeout=TIMEOUT).nodes}
         if node.node_id not in registered:
             return f"broker {node.node_id} ({node.name}) is not registered yet"
     quorum = read_quorum(connection)
-    if node.is_controller and node.node_id not in quorum.caught_up():
+    if node.is_controller and node.node_id != quorum.leader and (
+            node.node_id not in quorum.caught_up() or quorum.fetched_at.get(node.node_id, 0) < since_ms):
         return f"controller {node.node_id} ({node.name}) has not caught up with the quorum leader {quorum.leader}"
     if len(quorum.caught_up()) < quorum.majority:
         return f"only {len(quorum.caught_up())} controller voter(s) are caught up (a majority is {quorum.majority})"

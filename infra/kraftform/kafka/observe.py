@@ -172,8 +172,13 @@ def observe(connection: Connection, topics_only: Collection[str] | None = None,
     with kafka_python_admin(connection, admin.requests) as client:
         admin.requests["DescribeClientQuotas"] += 1
         quotas = describe_quotas(client)
+        admin.requests["DescribeFeatures"] += 1
+        features = client.describe_features()
     settings, dynamic, broker_defaults = _broker_configs(admin, brokers, broker_keys)
     state = ClusterState(topics=topics, acls=acls, quotas=quotas, users=users, topic_defaults=defaults,
                          brokers=brokers, broker_settings=settings, broker_dynamic=dynamic,
-                         broker_defaults=broker_defaults)
+                         broker_defaults=broker_defaults,
+                         features={k: int(v["finalized"][1]) for k, v in features.items() if "finalized" in v},
+                         supported_features={k: int(v["supported"][1]) for k, v in features.items()
+                                             if "supported" in v})
     return Observation(state, admin.requests, skipped)

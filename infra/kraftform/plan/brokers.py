@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kraftform.plan.changes import Action, BrokerSetting, Change, Kind, Safety
+from kraftform.kafka_features import RELEASE_FEATURES
+from kraftform.plan.changes import Action, BrokerSetting, Change, FeatureLevel, Kind, Safety
 from kraftform.plan.diff import classify_config_change
 from kraftform.plan.specdiff import UNSET
 from kraftform.plan.state import BROKER_TOPIC_DEFAULTS, ClusterState
@@ -100,3 +101,24 @@ def stray_cluster_defaults(declared: Mapping[str, str], observed: ClusterState) 
     key above; kraftform cannot remove the default itself)."""
     return sorted(f"{k}={v}" for k, v in observed.broker_defaults.items()
                   if k not in declared and check_setting(k, v) is None)
+
+
+def feature_changes(cluster: ClusterSpec, observed: ClusterState) -> list[Change]:
+    """metadata.version of `cluster.metadata_version`'s release against the finalised one: a higher level is an
+    upgrade Kafka cannot undo (destructive, so it waits for --allow-destructive), a lower one is refused. (The
+    other features a release finalises, kraft.version among them, are not managed here.)"""
+    if cluster.metadata_version is None or not observed.features:
+        return []
+    feature = "metadata.version"
+    level, now = RELEASE_FEATURES[cluster.metadata_version][feature], observed.features.get(feature, 0)
+    if level > now:
+        return [Change(Action.UPDATE, Kind.FEATURE, feature, Safety.DESTRUCTIVE,
+                       f"finalised for Kafka {cluster.metadata_version} (UpdateFeatures): irreversible, the cluster "
+                       f"can never go back to a Kafka older than {cluster.metadata_version}", "level", str(now),
+                       str(level), FeatureLevel(level))]
+    if level < now:
+        return [Change(Action.REFUSE, Kind.FEATURE, feature, Safety.DESTRUCTIVE,
+                       f"finalised at level {now}, above Kafka {cluster.metadata_version}'s {level}: Kafka cannot "
+                       f"lower a finalised metadata.version; declare the release the cluster runs", "level",
+                       str(now), str(level))]
+    return []

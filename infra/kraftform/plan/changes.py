@@ -42,6 +42,7 @@ class Kind(StrEnum):
     `Applier.STEPS`)."""
 
     CLUSTER = "cluster"
+    FEATURE = "feature"
     BROKER_CONFIG = "broker_config"
     USER = "user"
     TOPIC = "topic"
@@ -83,6 +84,13 @@ class BrokerSetting:
 
 
 @dataclass(frozen=True)
+class FeatureLevel:
+    """A finalised feature level to upgrade to (UpdateFeatures)."""
+
+    level: int
+
+
+@dataclass(frozen=True)
 class PartitionCount:
     count: int
 
@@ -110,8 +118,8 @@ class Credential:
     delete: str | None = None
 
 
-Payload = (NewTopic | ConfigValue | BrokerSetting | PartitionCount | Reassignment | AclBinding | QuotaValue
-           | Credential | NodeStep | None)
+Payload = (NewTopic | ConfigValue | BrokerSetting | FeatureLevel | PartitionCount | Reassignment | AclBinding
+           | QuotaValue | Credential | NodeStep | None)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kraftform.plan.brokers import broker_setting_changes, node_changes, stray_cluster_defaults
+from kraftform.plan.brokers import broker_setting_changes, feature_changes, node_changes, stray_cluster_defaults
 from kraftform.plan.changes import Change, Plan
 from kraftform.plan.diff import Ownership, diff_states
 from kraftform.plan.render import listed
@@ -136,7 +136,8 @@ def plan_against(wanted: Desired, observed: ClusterState) -> Plan:
     if outside:
         notes.append(f"{len(outside)} ACL binding{'s' if len(outside) != 1 else ''} of declared principals on "
                      f"resources outside the managed scope left alone (acl_resources: managed): {listed(outside, 5)}")
-    nodes = node_changes(wanted.cluster, observed) if wanted.cluster is not None else []
+    nodes = [*node_changes(wanted.cluster, observed), *feature_changes(wanted.cluster, observed)] \
+        if wanted.cluster is not None else []
     settings: list[Change] = []
     if wanted.broker_config is not None:
         settings = broker_setting_changes(wanted.broker_config, observed)

@@ -57,6 +57,10 @@ def _cluster(base: ClusterSpec, head: ClusterSpec) -> list[Change]:
             safety, reason = Safety.DESTRUCTIVE, "switching dedicated/combined controllers rebuilds the quorum"
         elif key == "brokers":
             safety, reason = Safety.SAFE, "more brokers: new brokers start empty until partitions are moved"
+        elif key == "metadata_version":
+            safety, reason = Safety.DESTRUCTIVE, ("feature levels finalised (UpdateFeatures): irreversible, the "
+                                                  "cluster can never run an older Kafka again; a lower release is "
+                                                  "refused by the live plan")
         elif top == "broker_config":
             found = definition(key.split(".", 1)[1])
             safety, reason = ((Safety.SAFE, "dynamic broker setting: applied live, no restart")

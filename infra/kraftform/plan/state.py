@@ -60,6 +60,9 @@ class ClusterState:
     broker_dynamic: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
     #: Dynamic cluster-wide broker defaults (what `kafka-configs --entity-default` sets); observed clusters only.
     broker_defaults: Mapping[str, str] = field(default_factory=dict)
+    #: Finalised feature levels (metadata.version, ...) and the highest level every node supports; observed only.
+    features: Mapping[str, int] = field(default_factory=dict)
+    supported_features: Mapping[str, int] = field(default_factory=dict)
 
     def default_of(self, key: str) -> str | None:
         return self.topic_defaults.get(key, kafka_default(key))

@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -77,7 +78,9 @@ class NodeGateProvider(ResourceProvider):
                 if news["phase"] == "may-stop":
                     wait_gate(f"{node.name} to be safe to stop", timeout, lambda: gates.why_not_stop(connection, node))
                 else:
-                    wait_gate(f"{node.name} to be back", timeout, lambda: gates.why_not_ready(connection, node))
+                    since = int(time.time() * 1000)
+                    wait_gate(f"{node.name} to be back", timeout,
+                              lambda: gates.why_not_ready(connection, node, since))
             except RollHalted as exc:
                 cause = f"; its log's last error: {_last_error(news['node'])}" if news["phase"] == "back" else ""
                 raise RollHalted(f"the roll stopped at {node.name}: {exc}{cause}. The nodes after it were not "

@@ -92,7 +92,7 @@ class LocalRuntime:
         for r in nodes:
             if (Path(r.paths.data_dir) / "meta.properties").exists():
                 continue
-            cmd = [java, *format_args(classpath, cluster_id, r.paths), *r.scram_args]
+            cmd = [java, *format_args(classpath, cluster_id, r.paths), *r.format_options, *r.scram_args]
             procs.append((r, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
         for r, proc in procs:
             out, _ = proc.communicate(timeout=FORMAT_TIMEOUT)

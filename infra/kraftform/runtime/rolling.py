@@ -195,17 +195,17 @@ def roll(runtime: Nodes, cluster: ClusterSpec, restarts: list[NodeStep], rendere
         except RollHalted as exc:
             raise RollHalted(f"the roll stopped before {node.name}, which was not restarted: {exc}; "
                              f"{_untouched(order[number:])}") from None
-        started = time.monotonic()
+        started, since_ms = time.monotonic(), int(time.time() * 1000)
         progress(f"{label}: restarting ({'; '.join(map(str, s.differences[:3]))}) ...")
         runtime.replace_node(cluster, rendered[node.name])
         try:
-            _wait_back(runtime, s, connection, options)
+            _wait_back(runtime, s, connection, options, since_ms)
         except RollHalted as exc:
             cause = runtime.last_error(node.name)
             progress(f"{label}: not back; starting it again with its previous configuration ...")
             runtime.revert_node(node.name)
             try:
-                _wait_back(runtime, s, connection, options)
+                _wait_back(runtime, s, connection, options, int(time.time() * 1000))
                 back = "it was started again with its previous configuration and is back"
             except RollHalted as again:
                 back = f"it was started again with its previous configuration, which is not back either: {again}"
@@ -222,13 +222,13 @@ def _untouched(rest: tuple[NodeStep, ...]) -> str:
     return f"Not restarted: {', '.join(s.node.name for s in rest)}."
 
 
-def _wait_back(runtime: Nodes, s: NodeStep, connection: Connection, options: RollOptions) -> None:
+def _wait_back(runtime: Nodes, s: NodeStep, connection: Connection, options: RollOptions, since_ms: int = 0) -> None:
     name = s.node.name
 
     def check() -> str | None:
         if not runtime.process_id(name):
             raise RollHalted(f"{name} exited")  # not worth waiting for: nothing starts a local node again
-        return gates.why_not_ready(connection, s.node)
+        return gates.why_not_ready(connection, s.node, since_ms)
 
     wait_gate(f"{name} to be back", options.node_timeout_s, check)
 

@@ -144,7 +144,7 @@ class Builder:
                  for role in ("broker", "controller") if f"{role}_heap" in resources}
         return ClusterSpec(
             name=d["name"], brokers=brokers, kafka_version=d.get("kafka_version", KAFKA_VERSION),
-            **present(d, "mode", "controllers"), racks=tuple(d.get("racks", ())),
+            **present(d, "mode", "controllers", "metadata_version"), racks=tuple(d.get("racks", ())),
             storage_per_broker_bytes=None if storage is None else self._convert(
                 parse_size, storage, entry.at("storage_per_broker")),
             defaults=defaults, security=security, **{k: v for k, v in heaps.items() if v is not None},

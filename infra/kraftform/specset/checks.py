@@ -6,11 +6,13 @@ and a new rule is one more function in `CHECKS`.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from kraftform.errors import Location, Problem
+from kraftform.kafka_features import RELEASE_FEATURES
 from kraftform.specset.model import DEFAULT_ENTITY, RESERVED_USERS, AclSpec, SpecSet, TopicSpec
 from kraftform.versions import SUPPORTED_KAFKA_VERSIONS
 
@@ -65,6 +67,10 @@ def check_cluster(s: SpecSet) -> Iterator[Problem]:
     if c.kafka_version.rsplit(".", 1)[0] not in SUPPORTED_KAFKA_VERSIONS:
         yield Problem(at, f"kafka_version {c.kafka_version} is not supported "
                           f"(supported: {', '.join(v + '.x' for v in SUPPORTED_KAFKA_VERSIONS)})")
+    if c.metadata_version is not None:
+        problem = metadata_version_problem(c.metadata_version, c.kafka_version)
+        if problem:
+            yield Problem(at, problem)
     if len(c.racks) > c.brokers:
         yield Problem(at, f"{len(c.racks)} racks but only {c.brokers} brokers: some racks would be empty")
     d = c.defaults
@@ -79,6 +85,24 @@ def check_cluster(s: SpecSet) -> Iterator[Problem]:
     if c.security.admin_user in {u.name for u in s.users}:
         yield Problem(at, f"security.admin_user {c.security.admin_user!r} is also declared under users; "
                           f"the cluster creates the admin user itself")
+
+
+def release_of(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def metadata_version_problem(wanted: str, kafka_version: str) -> str | None:
+    """A release kraftform knows the feature levels of, and one the cluster's Kafka can run."""
+    if wanted not in RELEASE_FEATURES:
+        near = difflib.get_close_matches(wanted, list(RELEASE_FEATURES), n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        return (f"metadata_version {wanted!r} is not a Kafka release kraftform knows the feature levels of "
+                f"({', '.join(RELEASE_FEATURES)}){hint}")
+    if release_of(wanted) > release_of(kafka_version):
+        return (f"metadata_version {wanted} is newer than kafka_version {kafka_version}: brokers of "
+                f"{kafka_version} cannot run it; raise kafka_version first")
+    return None
 
 
 def _collision_key(name: str) -> str:

@@ -163,7 +163,7 @@ class Producer:
         return set(self.log.acked)
 
 
-def _read_values(day2: Day2, topic: str, partitions: int) -> set[int]:
+def read_values(day2: Day2, topic: str, partitions: int) -> set[int]:
     consumer = Consumer({**admin_config(day2.state).librdkafka(), "group.id": f"day2-{uuid.uuid4().hex[:6]}",
                          "enable.auto.commit": "false"})
     ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
@@ -206,7 +206,7 @@ def test_a_read_only_setting_rolls_one_node_at_a_time_and_loses_no_acknowledged_
              and ": restarting (" in line]
     assert order == sorted(brokers), applied.stderr
     assert len(acked) > 1000, producer.stderr.read_text()[-2000:]
-    lost = acked - _read_values(day2, topic, 3)
+    lost = acked - read_values(day2, topic, 3)
     assert not lost, f"{len(lost)} acknowledged records lost"
     assert day2.placement()[2] == 0
     assert day2.kraftform("plan").returncode == 0

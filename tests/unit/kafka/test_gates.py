@@ -16,9 +16,10 @@ def test_a_broker_in_an_isr_already_at_min_insync_blocks_the_roll_naming_the_par
 
 def test_quorum_voters_behind_the_leader_are_not_caught_up() -> None:
     response = {"topics": [{"partitions": [{"leader_id": 1002, "current_voters": [
-        {"replica_id": 1001, "last_caught_up_timestamp": 10_000},
-        {"replica_id": 1002, "last_caught_up_timestamp": 10_500},
-        {"replica_id": 1003, "last_caught_up_timestamp": 5_000}]}]}]}
+        {"replica_id": 1001, "last_caught_up_timestamp": 10_000, "last_fetch_timestamp": 10_000},
+        {"replica_id": 1002, "last_caught_up_timestamp": 10_500, "last_fetch_timestamp": 10_500},
+        {"replica_id": 1003, "last_caught_up_timestamp": 5_000, "last_fetch_timestamp": 9_000}]}]}]}
     quorum = parse_quorum(response)
     assert quorum.leader == 1002 and quorum.majority == 2
     assert quorum.caught_up() == {1001, 1002}
+    assert quorum.fetched_at[1003] == 9_000  # fetching, but behind

@@ -8,6 +8,7 @@ import pytest
 
 from kraftform.declared import load_specs
 from kraftform.plan import Action, ClusterState, Kind, Plan, Safety, TopicState, UserState, state_of
+from kraftform.plan.brokers import feature_changes
 from kraftform.plan.live import live_plan, ownership_of
 from kraftform.specset.model import AclBinding, QuotaEntity, SpecSet
 
@@ -259,3 +260,15 @@ def test_declared_broker_settings_are_planned_live_or_as_node_work_by_kafkas_upd
                                                "group.initial.rebalance.delay.ms": "3000"}
                                            for b, values in brokers.items()})
     assert live_plan(declared, done).empty
+
+
+def test_metadata_version_is_finalised_only_upward_and_only_when_declared() -> None:
+    cluster = load_specs(EXAMPLE_SPECS).cluster
+    running = ClusterState(features={"metadata.version": 29, "kraft.version": 0})
+    assert feature_changes(cluster, running) == []  # not declared: not managed
+    up = feature_changes(dataclasses.replace(cluster, metadata_version="4.3"), running)
+    assert [(c.action, c.safety, c.resource, c.current, c.desired) for c in up] == [
+        (Action.UPDATE, Safety.DESTRUCTIVE, "metadata.version", "29", "30")]
+    assert feature_changes(dataclasses.replace(cluster, metadata_version="4.2"), running) == []
+    down = feature_changes(dataclasses.replace(cluster, metadata_version="4.1"), running)
+    assert [c.action for c in down] == [Action.REFUSE] and "cannot lower" in down[0].reason

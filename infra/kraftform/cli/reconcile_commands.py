@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from kraftform.kafka.reconcile import LivePlan, apply_cluster, plan_cluster
 from kraftform.plan.changes import Plan, Safety
 from kraftform.plan.render import RENDERERS, render_text, summary
 from kraftform.runtime.rolling import ClusterWork, Nodes, RollOptions, carry_out, cluster_work
-from kraftform.specset.model import Security, SpecSet
+from kraftform.specset.model import ClusterSpec, Security, SpecSet
 from kraftform.units import parse_rate
 
 COMMAND_CONFIG_HELP = ("client properties of an admin (super) user: the admin.properties written by "
@@ -85,11 +86,24 @@ class Target:
     work: ClusterWork | None = None
 
 
+def unobservable(cluster: ClusterSpec) -> str:
+    """What the Admin protocol cannot show of the cluster section, said in the plan when only --command-config is
+    given: the controllers' settings and per-node ones are in the nodes' files."""
+    fields = [name for name, value in (("controller_config", cluster.controller_config),
+                                       ("node_config", cluster.node_config)) if value]
+    if not fields:
+        return ""
+    return (f"{' and '.join(fields)} cannot be compared or applied through the Admin protocol: they are rendered "
+            f"into the nodes' server.properties where kraftform runs them (--state-dir, `pulumi up`)")
+
+
 def _target(args: argparse.Namespace, specs: SpecSet) -> Target:
     if args.state_dir is None:
         connection = read_connection(args.command_config)
         live = _planned(connection, specs)
-        return Target(connection, live, live.plan)
+        unseen = unobservable(specs.cluster)
+        plan = dataclasses.replace(live.plan, notes=(*live.plan.notes, unseen)) if unseen else live.plan
+        return Target(connection, live, plan)
     from kraftform.runtime import runtime_of
     from kraftform.runtime.deployment import admin_config
 
@@ -138,6 +152,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
         return _apply_with_nodes(args, specs, target, options)
     after = apply_cluster(target.connection, specs, target.live, options, _progress)
     node_work = after.plan.node_work
+    unseen = unobservable(specs.cluster)
+    if unseen:
+        print(f"Applied {summary(plan)}. {unseen[0].upper()}{unseen[1:]}.")
+        return 2
     if not node_work:
         print(f"Applied {summary(plan)}; the cluster now matches the specs.")
         return 0

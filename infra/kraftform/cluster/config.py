@@ -208,6 +208,9 @@ def render_properties(topo: Topology, node: Node, addr: Addressing, paths: NodeP
         # The read-only settings the specs declare: read at start, so they are the nodes' own; the dynamic
         # ones are applied through the Admin protocol instead (a change then restarts nothing).
         props |= {k: v for k, v in c.broker_config.items() if (d := definition(k)) is not None and not d.dynamic}
+    if node.is_controller:
+        props |= c.controller_config
+    props |= c.node_config.get(node.name, {})
     return props
 
 

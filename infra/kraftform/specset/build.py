@@ -153,17 +153,23 @@ class Builder:
             load=self._load(entry) if "load" in d else None,
             conventions=Conventions(conv.get("topic_name"), **bounds),
             spark=self._spark(entry),
-            broker_config=self._broker_config(entry),
+            broker_config=self._settings(entry, "broker_config"),
+            controller_config=self._settings(entry, "controller_config"),
+            node_config={node: self._settings(entry, "node_config", node)
+                         for node in (d.get("node_config") or {})},
             location=entry.at(),
         )
 
-    def _broker_config(self, entry: Entry) -> dict[str, str]:
+    def _settings(self, entry: Entry, *at: str) -> dict[str, str]:
         """Each setting judged by the pinned Kafka's own definition of it (name, type, range)."""
-        settings = plain_settings(entry.data.get("broker_config"))
+        raw: Any = entry.data
+        for part in at:
+            raw = (raw or {}).get(part)
+        settings = plain_settings(raw)
         for key, value in settings.items():
             problem = check_setting(key, value)
             if problem is not None:
-                self.problems.append(Problem(entry.at("broker_config", key), f"broker_config: {problem}"))
+                self.problems.append(Problem(entry.at(*at, key), f"{'.'.join(at)}: {problem}"))
         return settings
 
     def _spark(self, entry: Entry) -> SparkSpec:

@@ -13,7 +13,8 @@ from typing import TypeVar
 
 from kraftform.errors import Location, Problem
 from kraftform.kafka_features import RELEASE_FEATURES
-from kraftform.specset.model import DEFAULT_ENTITY, RESERVED_USERS, AclSpec, SpecSet, TopicSpec
+from kraftform.server_configs import definition
+from kraftform.specset.model import DEFAULT_ENTITY, RESERVED_USERS, AclSpec, ClusterSpec, SpecSet, TopicSpec
 from kraftform.versions import SUPPORTED_KAFKA_VERSIONS
 
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -67,6 +68,7 @@ def check_cluster(s: SpecSet) -> Iterator[Problem]:
     if c.kafka_version.rsplit(".", 1)[0] not in SUPPORTED_KAFKA_VERSIONS:
         yield Problem(at, f"kafka_version {c.kafka_version} is not supported "
                           f"(supported: {', '.join(v + '.x' for v in SUPPORTED_KAFKA_VERSIONS)})")
+    yield from _node_config_problems(c, at)
     if c.metadata_version is not None:
         problem = metadata_version_problem(c.metadata_version, c.kafka_version)
         if problem:
@@ -85,6 +87,30 @@ def check_cluster(s: SpecSet) -> Iterator[Problem]:
     if c.security.admin_user in {u.name for u in s.users}:
         yield Problem(at, f"security.admin_user {c.security.admin_user!r} is also declared under users; "
                           f"the cluster creates the admin user itself")
+
+
+def node_names(c: ClusterSpec) -> list[str]:
+    """The names kraftform gives the cluster's nodes (`cluster.topology` numbers them the same way)."""
+    if c.mode == "combined":
+        return [f"{c.name}-node-{i}" for i in range(c.brokers)]
+    return [f"{c.name}-controller-{i}" for i in range(c.controllers)] + [f"{c.name}-broker-{i}" for i in
+                                                                        range(c.brokers)]
+
+
+def _node_config_problems(c: ClusterSpec, at: Location) -> Iterator[Problem]:
+    names = node_names(c)
+    for node, settings in sorted(c.node_config.items()):
+        if node not in names:
+            near = difflib.get_close_matches(node, names, n=1)
+            yield Problem(at, f"node_config: {node!r} is not a node of cluster {c.name!r}"
+                              + (f"; did you mean {near[0]!r}?" if near else f" (nodes: {', '.join(names)})"))
+            continue
+        is_broker = "-broker-" in node or "-node-" in node
+        for key in sorted(settings):
+            found = definition(key)
+            if is_broker and found is not None and found.dynamic:
+                yield Problem(at, f"node_config.{node}.{key}: a dynamic broker setting is applied live to every "
+                                  f"broker from broker_config; a per-broker value is not supported")
 
 
 def release_of(version: str) -> tuple[int, int]:

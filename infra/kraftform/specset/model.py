@@ -144,6 +144,11 @@ class ClusterSpec:
     #: Every broker's settings beyond what kraftform renders, in Kafka's string form: dynamic ones applied live
     #: through the Admin protocol, read-only ones rendered into each broker's server.properties.
     broker_config: Settings = field(default_factory=dict)
+    #: Every controller's settings, rendered into their server.properties (a change rolls the controllers).
+    controller_config: Settings = field(default_factory=dict)
+    #: Node name -> settings over broker_config / controller_config for that node alone (rendered, so a change
+    #: restarts that node); dynamic broker settings are refused here.
+    node_config: Mapping[str, Settings] = field(default_factory=dict)
     #: The Kafka release ("4.3") whose feature levels the cluster finalises; None: not managed.
     metadata_version: str | None = None
     #: None stands for `ClusterDefaults.for_brokers(brokers)`, filled in on construction.

@@ -82,3 +82,23 @@ def test_roll_order_is_followers_then_the_active_controller_then_brokers() -> No
     grown = dataclasses.replace(everything, brokers=4)
     steps = ordered(node_plan(running, _rendered(grown, secrets)[0], CLUSTER.kafka_version), 1001)
     assert steps[0].step is Step.ADD and [s.node.node_id for s in steps[1:4]] == [1002, 1003, 1001]
+
+
+def test_controller_and_per_node_settings_restart_only_the_nodes_they_are_for() -> None:
+    running, secrets = _running(CLUSTER)
+    changed = dataclasses.replace(CLUSTER, controller_config={"controller.quorum.fetch.timeout.ms": "3000"},
+                                  node_config={"kftest-broker-2": {"num.replica.fetchers": "4"},
+                                               "kftest-controller-0": {"metadata.log.segment.ms": "3600000"}})
+    plan = node_plan(running, _rendered(changed, secrets)[0], CLUSTER.kafka_version)
+    restarted = {s.node.name: [d.key for d in s.differences] for s in plan.steps}
+    assert restarted == {"kftest-controller-0": ["controller.quorum.fetch.timeout.ms", "metadata.log.segment.ms"],
+                         "kftest-controller-1": ["controller.quorum.fetch.timeout.ms"],
+                         "kftest-controller-2": ["controller.quorum.fetch.timeout.ms"],
+                         "kftest-broker-2": ["num.replica.fetchers"]}
+
+
+def test_node_names_the_specs_check_are_the_topologys() -> None:
+    from kraftform.specset.checks import node_names
+
+    for cluster in (CLUSTER, dataclasses.replace(CLUSTER, mode="combined", brokers=4)):
+        assert node_names(cluster) == [n.name for n in topology(cluster).nodes]

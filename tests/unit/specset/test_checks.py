@@ -87,3 +87,27 @@ def test_combined_mode_needs_enough_brokers(specs_copy: SpecsCopy) -> None:
         load_specs(specs)
     assert [p.message for p in caught.value.problems] == [
         "combined mode runs controllers on brokers: 5 controllers need at least as many brokers, got 3"]
+
+
+def test_per_node_settings_name_real_nodes_and_leave_dynamic_broker_settings_to_broker_config(
+        specs_copy: SpecsCopy) -> None:
+    messages = problems_after(specs_copy(), "cluster.yaml", "  brokers: 3\n",
+                              "  brokers: 3\n  node_config:\n    platform-broker-7: {queued.max.requests: 200}\n"
+                              "    platform-broker-1: {num.io.threads: 4}\n"
+                              "    platform-controller-0: {queued.max.requests: 200}\n")
+    assert messages == [
+        "node_config.platform-broker-1.num.io.threads: a dynamic broker setting is applied live to every broker "
+        "from broker_config; a per-broker value is not supported",
+        "node_config: 'platform-broker-7' is not a node of cluster 'platform'; did you mean 'platform-broker-2'?"]
+
+
+def test_metadata_version_is_a_known_release_the_kafka_version_can_run(specs_copy: SpecsCopy) -> None:
+    specs = specs_copy()
+    assert problems_after(specs, "cluster.yaml", "  brokers: 3\n",
+                          "  brokers: 3\n  metadata_version: '4.9'\n") == [
+        "metadata_version '4.9' is not a Kafka release kraftform knows the feature levels of (4.0, 4.1, 4.2, 4.3); "
+        "did you mean '4.3'?"]
+    assert problems_after(specs_copy("older"), "cluster.yaml", '  kafka_version: "4.3.1"\n',
+                          "  kafka_version: 4.2.1\n  metadata_version: '4.3'\n") == [
+        "metadata_version 4.3 is newer than kafka_version 4.2.1: brokers of 4.2.1 cannot run it; raise "
+        "kafka_version first"]

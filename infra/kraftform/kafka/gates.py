@@ -135,3 +135,16 @@ def why_not_ready(connection: Connection, node: Node, since_ms: int = 0) -> str 
         shown = ", ".join(f"{p.topic}-{p.partition}" for p in under[:5])
         return f"{len(under)} partition(s) under-replicated: {shown}{' ...' if len(under) > 5 else ''}"
     return None
+
+
+def partition_sizes(connection: Connection) -> dict[tuple[str, int], int]:
+    """Bytes of each partition (its largest replica), from every broker's log directories."""
+    sizes: dict[tuple[str, int], int] = {}
+    with kafka_python_admin(connection, Requests()) as client:
+        for broker in client.describe_log_dirs():
+            for log_dir in broker["log_dirs"]:
+                for topic in log_dir["topics"]:
+                    for p in topic["partitions"]:
+                        key = (topic["name"], p["partition_index"])
+                        sizes[key] = max(sizes.get(key, 0), int(p["partition_size"]))
+    return sizes

@@ -102,37 +102,69 @@ def drain(assignment: Mapping[Partition, Sequence[int]], brokers: Mapping[int, s
 
 def balance(assignment: Mapping[Partition, Sequence[int]],
             brokers: Mapping[int, str | None]) -> dict[Partition, tuple[int, ...]]:
-    """Replicas moved, one at a time, from the broker holding the most to one holding at least two fewer,
-    never narrowing a partition's rack spread, until no such move is left: then each broker holds within one
-    replica of the others it can trade with (brokers of its rack, when racks hold different numbers of
-    brokers). Then preferred leaders (first replicas) are reordered, which moves no data, until leaders per
-    broker are within one of each other where the replicas allow."""
+    """Replicas moved, one at a time, never narrowing a partition's rack spread: first within each topic, from
+    the broker holding the most of its replicas to one holding at least two fewer (a new broker takes its share
+    of every topic's load and disk, not only of whatever is cheapest to move); then across topics, where a move
+    keeps each topic within one. Ties go to the brokers holding most and fewest replicas overall. Then preferred
+    leaders (first replicas) are reordered, which moves no data, until leaders per broker are within one of each
+    other where the replicas allow. A broker ends within one replica of those it can trade with (the brokers of
+    its rack, when racks hold different numbers of brokers)."""
     current = {tp: list(r) for tp, r in assignment.items()}
-    hosted: dict[int, set[Partition]] = {b: set() for b in brokers}
+    total: Counter[int] = Counter({b: 0 for b in brokers})
+    per_topic: dict[str, Counter[int]] = {}
+    hosted: dict[tuple[str, int], set[Partition]] = {}
     for tp, replicas in current.items():
+        per_topic.setdefault(tp[0], Counter({b: 0 for b in brokers}))
         for b in replicas:
-            hosted.setdefault(b, set()).add(tp)
+            total[b] += 1
+            per_topic[tp[0]][b] += 1
+            hosted.setdefault((tp[0], b), set()).add(tp)
 
-    def move_one() -> bool:
-        by_load = sorted(brokers, key=lambda b: (-len(hosted[b]), b))
+    def movable(tp: Partition, over: int, under: int) -> bool:
+        replicas = current[tp]
+        moved = [under if b == over else b for b in replicas]
+        return under not in replicas and spread(moved, brokers) >= spread(replicas, brokers)
+
+    def move(tp: Partition, over: int, under: int) -> None:
+        current[tp] = [under if b == over else b for b in current[tp]]
+        for counter in (total, per_topic[tp[0]]):
+            counter[over] -= 1
+            counter[under] += 1
+        hosted[(tp[0], over)].discard(tp)
+        hosted.setdefault((tp[0], under), set()).add(tp)
+
+    def within_topic(topic: str) -> bool:
+        load = per_topic[topic]
+        by_load = sorted(brokers, key=lambda b: (-load[b], -total[b], b))
         for over in by_load:
-            for under in reversed(by_load):
-                if len(hosted[over]) - len(hosted[under]) < 2:
+            for under in sorted(brokers, key=lambda b: (load[b], total[b], b)):
+                if load[over] - load[under] < 2:
                     break
-                for tp in sorted(hosted[over]):
-                    replicas = current[tp]
-                    if under in replicas:
-                        continue
-                    moved = [under if b == over else b for b in replicas]
-                    if spread(moved, brokers) < spread(replicas, brokers):
-                        continue
-                    current[tp] = moved
-                    hosted[over].discard(tp)
-                    hosted[under].add(tp)
+                tp = next((t for t in sorted(hosted.get((topic, over), ())) if movable(t, over, under)), None)
+                if tp is not None:
+                    move(tp, over, under)
                     return True
         return False
 
-    while move_one():
+    def across_topics() -> bool:
+        by_load = sorted(brokers, key=lambda b: (-total[b], b))
+        for over in by_load:
+            for under in reversed(by_load):
+                if total[over] - total[under] < 2:
+                    break
+                for topic in sorted(per_topic):
+                    if per_topic[topic][over] - per_topic[topic][under] < 1:
+                        continue
+                    tp = next((t for t in sorted(hosted.get((topic, over), ())) if movable(t, over, under)), None)
+                    if tp is not None:
+                        move(tp, over, under)
+                        return True
+        return False
+
+    for topic in sorted(per_topic):
+        while within_topic(topic):
+            pass
+    while across_topics():
         pass
     leaders = Counter(r[0] for r in current.values())
 

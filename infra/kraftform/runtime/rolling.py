@@ -10,6 +10,7 @@ nodes that still differ.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -80,6 +81,8 @@ class ClusterWork:
     #: Partitions still have to move after an earlier, interrupted resize.
     rebalance_pending: bool = False
     active_controller: int | None = None
+    #: What the partition moves would be, as far as the cluster can be read now.
+    estimate: Moves | None = None
 
     @property
     def moves_partitions(self) -> bool:
@@ -110,10 +113,15 @@ class ClusterWork:
                                   "cannot hold every replication factor and rack spread), then it stops, is "
                                   "unregistered and its data is deleted", "node", f"broker {s.node.node_id}", None, s))
         if self.moves_partitions:
+            moves = self.estimate
+            shown = (f"{moves.replicas_moved} replica(s) of {moves.partitions} partition(s) in {len(moves.targets)} "
+                     f"topic(s) move, {moves.bytes_moved / 2**20:.1f} MiB to copy under the replication throttle "
+                     f"(apply --throttle, default 50MiB/s), {moves.leaders_changed} preferred leader(s) change"
+                     if moves is not None else "the moves are computed once the new brokers run")
             out.append(Change(Action.UPDATE, Kind.CLUSTER, cluster.name, Safety.DISRUPTIVE,
-                              "replicas move (throttled, in batches) until every broker holds within one replica "
-                              "of the brokers it can trade with without narrowing a rack spread; preferred "
-                              "leaders are then evened out and elected", "partitions", None, "balanced"))
+                              f"{shown}: replicas move (throttled, in batches) until every broker holds within one "
+                              f"replica of the brokers it can trade with without narrowing a rack spread; preferred "
+                              f"leaders are then evened out and elected", "partitions", None, "balanced"))
         out += [Change(Action.REFUSE, Kind.CLUSTER, cluster.name, Safety.DISRUPTIVE, why) for why in self.refused]
         return out
 
@@ -126,7 +134,26 @@ def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection) -
         raise AssertionError("unreachable")
     active = _active_controller(connection)
     pending = REBALANCE_PENDING in dep.load(runtime.state_dir).extra
-    return ClusterWork(ordered(plan, active), plan.refused, pending, active)
+    work = ClusterWork(ordered(plan, active), plan.refused, pending, active)
+    if not work.moves_partitions:
+        return work
+    return dataclasses.replace(work, estimate=_estimate(connection, work))
+
+
+def _estimate(connection: Connection, work: ClusterWork) -> Moves | None:
+    """The moves `rebalance` would make were the added brokers running and the removed ones leaving."""
+    try:
+        admin = AdminClient(connection.librdkafka())
+        cluster = admin.describe_cluster(request_timeout=gates.TIMEOUT).result(timeout=gates.TIMEOUT)
+        racks = {n.id: n.rack for n in cluster.nodes}
+        racks |= {s.node.node_id: s.node.rack for s in work.steps if s.step is Step.ADD}
+        leaving = {s.node.node_id for s in work.steps if s.step is Step.REMOVE}
+        partitions = [p for p in gates.read_partitions(admin) if p.topic != "__cluster_metadata"]
+        moves = target_assignment(partitions, racks, leaving)
+        moves.bytes_moved = sum(moves.sizes_of(gates.partition_sizes(connection)))
+        return moves
+    except (KafkaException, KraftformError, PlacementRefused):
+        return None
 
 
 def _active_controller(connection: Connection) -> int | None:
@@ -249,6 +276,13 @@ class Moves:
     targets: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
     replicas_moved: int = 0
     leaders_changed: int = 0
+    partitions: int = 0
+    #: partition -> how many new replicas it gets (each a full copy).
+    copies: dict[Partition, int] = field(default_factory=dict)
+    bytes_moved: int = 0
+
+    def sizes_of(self, sizes: Mapping[Partition, int]) -> list[int]:
+        return [sizes.get(tp, 0) * count for tp, count in self.copies.items()]
 
 
 def target_assignment(partitions: list[gates.PartitionState], racks: Mapping[int, str | None],
@@ -261,8 +295,12 @@ def target_assignment(partitions: list[gates.PartitionState], racks: Mapping[int
     moves = Moves()
     changed = {tp for tp, replicas in balanced.items() if replicas != current[tp]}
     for tp in changed:
-        moves.replicas_moved += len(set(balanced[tp]) - set(current[tp]))
+        added = len(set(balanced[tp]) - set(current[tp]))
+        moves.replicas_moved += added
         moves.leaders_changed += balanced[tp][0] != current[tp][0]
+        if added:
+            moves.copies[tp] = added
+    moves.partitions = len(moves.copies)
     for topic in sorted({tp[0] for tp in changed}):
         count = 1 + max(p for t, p in balanced if t == topic)
         moves.targets[topic] = tuple(balanced[(topic, p)] for p in range(count))
@@ -283,7 +321,13 @@ def rebalance(connection: Connection, leaving: set[int], options: RollOptions, p
     except PlacementRefused as exc:
         raise PlanRefusedError(f"the brokers cannot be removed: {exc}; nothing was moved") from None
     if moves.targets:
+        moves.bytes_moved = sum(moves.sizes_of(gates.partition_sizes(connection)))
+        started = time.monotonic()
         _move(connection, moves, registered, options, progress)
+        seconds = time.monotonic() - started
+        progress(f"partitions: {moves.bytes_moved / 2**20:.1f} MiB copied in {seconds:.1f} s "
+                 f"({moves.bytes_moved / 2**20 / max(seconds, 0.001):.1f} MiB/s; throttle "
+                 f"{options.throttle_bytes_per_s / 2**20:.1f} MiB/s per broker)")
     else:
         progress("partitions: replicas already balanced")
     _elect_preferred(admin, progress)
@@ -292,8 +336,8 @@ def rebalance(connection: Connection, leaving: set[int], options: RollOptions, p
 def _move(connection: Connection, moves: Moves, registered: tuple[int, ...], options: RollOptions,
           progress: Progress) -> None:
     """The reassignment in batches of about `batch_partitions` partitions, each throttled and waited for."""
-    progress(f"partitions: moving {moves.replicas_moved} replica(s) and {moves.leaders_changed} preferred "
-             f"leader(s) in {len(moves.targets)} topic(s), throttled at {options.throttle_bytes_per_s} bytes/s ...")
+    progress(f"partitions: moving {moves.replicas_moved} replica(s) ({moves.bytes_moved / 2**20:.1f} MiB) and "
+             f"{moves.leaders_changed} preferred leader(s) in {len(moves.targets)} topic(s) ...")
     applier = Applier(connection, {}, ApplyOptions(throttle_bytes_per_s=options.throttle_bytes_per_s), progress)
     batch: list[Change] = []
     size = 0

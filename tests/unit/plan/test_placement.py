@@ -97,3 +97,13 @@ def test_drain_is_refused_naming_the_topics_when_the_rest_cannot_hold_them() -> 
         drain(_three_racks(3), {1: None, 2: None, 3: None}, {3})
     with pytest.raises(PlacementRefused, match="rack spread of t"):
         drain({("t", 0): (1, 2)}, {1: "a", 2: "b", 3: "a"}, {2})
+
+
+def test_balance_gives_a_new_broker_its_share_of_every_topic_not_only_of_the_cheapest() -> None:
+    before = {(t, p): tuple((p + i) % 3 + 1 for i in range(3)) for t in ("big", "small") for p in range(12)}
+    after = balance(before, dict.fromkeys([1, 2, 3, 4]))
+    for topic in ("big", "small"):
+        load = Counter(b for tp, r in after.items() if tp[0] == topic for b in r)
+        assert max(load.values()) - min(load.values()) <= 1, (topic, load)
+    total = Counter(b for r in after.values() for b in r)
+    assert max(total.values()) - min(total.values()) <= 1, total

@@ -21,6 +21,7 @@ from kraftform.cluster.render import ClusterSecrets, RenderedNode, make_secrets,
 from kraftform.cluster.topology import Topology
 from kraftform.errors import UsageError
 from kraftform.plan.nodes import NodePlan, RunningNode
+from kraftform.specset.model import ClusterSpec
 
 STATE_FILE = "cluster.json"
 SECRETS_FILE = "secrets.json"
@@ -180,6 +181,17 @@ def write_client_files(state_dir: Path, bootstrap: str, username: str, password:
     write_private(state_dir / "admin.properties", auth.java_properties())
     write_private(state_dir / "admin.librdkafka.conf", auth.librdkafka_conf())
     return auth
+
+
+def reshaped(state_dir: Path, cluster: ClusterSpec, bootstrap: str) -> None:
+    """After brokers were added or removed: the client files and the record list the brokers that now run."""
+    secrets = load_secrets(state_dir)
+    write_client_files(state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
+                       cluster.security.sasl_mechanism, secrets.ca.cert_pem)
+    deployment = load(state_dir)
+    deployment.bootstrap, deployment.brokers = bootstrap, cluster.brokers
+    deployment.kafka_version = cluster.kafka_version
+    save(state_dir, deployment)
 
 
 def admin_config(state_dir: Path) -> Connection:

@@ -200,15 +200,8 @@ class DockerRuntime:
 
     def set_bootstrap(self, cluster: ClusterSpec) -> None:
         cluster = in_containers(cluster)
-        secrets = dep.load_secrets(self.state_dir)
-        specs = container_specs(topology(cluster), secrets, self._image(cluster.kafka_version))
-        bootstrap = bootstrap_servers(specs, cluster.security.external_listener.host)
-        dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
-                               cluster.security.sasl_mechanism, secrets.ca.cert_pem)
-        deployment = dep.load(self.state_dir)
-        deployment.bootstrap, deployment.brokers = bootstrap, cluster.brokers
-        deployment.kafka_version = cluster.kafka_version
-        dep.save(self.state_dir, deployment)
+        specs = container_specs(topology(cluster), dep.load_secrets(self.state_dir), self._image(cluster.kafka_version))
+        dep.reshaped(self.state_dir, cluster, bootstrap_servers(specs, cluster.security.external_listener.host))
 
     def kill_node(self, name: str, signal: str = "SIGKILL") -> None:
         container = self.client.containers.get(dep.load(self.state_dir).node(name).handle)

@@ -52,6 +52,11 @@ def local_addressing(topo: Topology, state_dir: Path) -> Addressing:
     return Addressing(advertised=hosts, bind=hosts, external_host=None)
 
 
+def local_bootstrap(topo: Topology, state_dir: Path) -> str:
+    addr = local_addressing(topo, state_dir)
+    return ",".join(f"{addr.advertised[n.name]}:{CLIENT_PORT}" for n in topo.brokers)
+
+
 def java_binary() -> str:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
@@ -146,7 +151,7 @@ class LocalRuntime:
             for r in rendered:
                 self._write(r)
             self._format(rendered, secrets.cluster_id, cluster.kafka_version)
-            bootstrap = ",".join(f"{addr.advertised[n.name]}:{CLIENT_PORT}" for n in topo.brokers)
+            bootstrap = local_bootstrap(topo, self.state_dir)
             dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
                                    cluster.security.sasl_mechanism, secrets.ca.cert_pem)
             deployment = dep.Deployment(self.name, cluster.name, bootstrap, cluster.brokers, cluster.kafka_version,
@@ -257,16 +262,7 @@ class LocalRuntime:
 
     def set_bootstrap(self, cluster: ClusterSpec) -> None:
         """After brokers were added or removed: the client files list the brokers that now run."""
-        topo = topology(cluster)
-        addr = local_addressing(topo, self.state_dir)
-        bootstrap = ",".join(f"{addr.advertised[n.name]}:{CLIENT_PORT}" for n in topo.brokers)
-        secrets = dep.load_secrets(self.state_dir)
-        dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
-                               cluster.security.sasl_mechanism, secrets.ca.cert_pem)
-        deployment = dep.load(self.state_dir)
-        deployment.bootstrap, deployment.brokers = bootstrap, cluster.brokers
-        deployment.kafka_version = cluster.kafka_version
-        dep.save(self.state_dir, deployment)
+        dep.reshaped(self.state_dir, cluster, local_bootstrap(topology(cluster), self.state_dir))
 
     def _wait_gone(self, record: dep.NodeRecord, timeout: float) -> bool:
         try:

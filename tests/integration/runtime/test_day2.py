@@ -8,6 +8,7 @@ The tests run in order on one cluster per runtime, each leaving it matching its 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -79,29 +80,36 @@ class Day2:
         return replicas, leaders, offline
 
 
-@pytest.fixture(scope="module", params=["local", "docker"])
-def day2(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Day2]:
-    base = tmp_path_factory.mktemp("day2")
+@contextlib.contextmanager
+def own_cluster(base: Path, runtime_name: str, **cluster: Any) -> Iterator[Day2]:
+    """A cluster of the test fixture's shape with `cluster`'s fields over it, in specs and a state directory of its
+    own under `base`; purged at the end."""
     specs = base / "specs"
     specs.mkdir()
     doc = yaml.safe_load(FIXTURE.read_text())
-    doc["cluster"]["name"] = f"kfday2{request.param[0]}"
+    doc["cluster"] |= cluster
     # Published ports of their own: the session's shared Docker cluster uses the fixture's.
     doc["cluster"]["security"]["external_listener"]["base_port"] = 39092
     (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
-    if request.param == "docker":
+    if runtime_name == "docker":
         from kraftform.runtime.engine import docker_client
         from kraftform.runtime.images import build_kafka
 
         client = docker_client()
         build_kafka(client, [])
         clear_leftovers(client, doc["cluster"]["name"])
-    runtime = get_runtime(request.param, base / "state")
+    runtime = get_runtime(runtime_name, base / "state")
     runtime.up(load_specs(specs).cluster, timeout=300)
     try:
         yield Day2(specs, base / "state", runtime)
     finally:
         runtime.down(purge=True)
+
+
+@pytest.fixture(scope="module", params=["local", "docker"])
+def day2(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Day2]:
+    with own_cluster(tmp_path_factory.mktemp("day2"), request.param, name=f"kfday2{request.param[0]}") as cluster:
+        yield cluster
 
 
 def _name(day2: Day2) -> str:

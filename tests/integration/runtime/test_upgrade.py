@@ -10,34 +10,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from confluent_kafka.admin import NewTopic
 
-from kraftform.declared import load_specs
 from kraftform.kafka.admin import Requests, kafka_python_admin
 from kraftform.kafka_features import RELEASE_FEATURES
 from kraftform.runtime.deployment import admin_config, load
-from kraftform.runtime.local import LocalRuntime
 
-from .test_day2 import FIXTURE, Day2, Producer, read_values
+from .test_day2 import Day2, Producer, own_cluster, read_values
 
 OLD = "4.2.1"
 
 
 @pytest.fixture(scope="module")
 def old_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Day2]:
-    base = tmp_path_factory.mktemp("upgrade")
-    specs = base / "specs"
-    specs.mkdir()
-    doc = yaml.safe_load(FIXTURE.read_text())
-    doc["cluster"] |= {"name": "kfupgrade", "kafka_version": OLD}
-    (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
-    runtime = LocalRuntime(base / "state")
-    runtime.up(load_specs(specs).cluster, timeout=300)
-    try:
-        yield Day2(specs, base / "state", runtime)
-    finally:
-        runtime.down(purge=True)
+    with own_cluster(tmp_path_factory.mktemp("upgrade"), "local", name="kfupgrade", kafka_version=OLD) as cluster:
+        yield cluster
 
 
 def _metadata_version(state: Path) -> int:

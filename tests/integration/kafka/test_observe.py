@@ -25,11 +25,11 @@ def test_a_whole_cluster_read_is_a_fixed_number_of_requests_and_a_topic_read_few
     whole = observe(connection)
     assert set(names) <= set(whole.state.topics)
     # DescribeCluster, Metadata, DescribeConfigs (one batch of up to 1,000 topics), DescribeAcls,
-    # DescribeUserScramCredentials, DescribeClientQuotas, kafka-python's own bootstrap (2) and each broker's own
-    # settings (one DescribeConfigs per broker: a broker describes its own).
+    # DescribeUserScramCredentials, DescribeClientQuotas, DescribeFeatures, kafka-python's own bootstrap (2) and
+    # each broker's own settings (one DescribeConfigs per broker: a broker describes its own).
     assert whole.requests["Metadata"] == 1 and whole.requests["DescribeConfigs"] == len(whole.state.topics) // 1000 + 1
     assert whole.requests["DescribeConfigs (brokers)"] == len(whole.state.brokers)
-    assert sum(whole.requests.values()) == 7 + len(whole.state.brokers) + whole.requests["DescribeConfigs"]
+    assert sum(whole.requests.values()) == 8 + len(whole.state.brokers) + whole.requests["DescribeConfigs"]
 
     # The stack's topic set: named topics, read in the same requests however many there are.
     some = observe(connection, names[:30])

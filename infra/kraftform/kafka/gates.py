@@ -90,10 +90,12 @@ def min_insync(admin: AdminClient, topics: Iterable[str]) -> dict[str, int]:
 
 def blocking(partitions: Sequence[PartitionState], minimum: Mapping[str, int], broker: int) -> list[str]:
     """The partitions that would fall below min.insync.replicas if `broker` stopped: it is in their ISR and the
-    ISR is already at (or below) the minimum. Pure."""
+    ISR is already at (or below) the minimum. As Strimzi's KafkaAvailability, a partition whose minimum is not
+    below its replica count is left out: any restart of any of its brokers takes it below, so waiting would
+    block every roll for good (a topic with one replica, or min.insync.replicas equal to its replicas). Pure."""
     return sorted(f"{p.topic}-{p.partition} (ISR {','.join(map(str, p.isr))}, min.insync.replicas "
                   f"{minimum.get(p.topic, 1)})"
-                  for p in partitions if broker in p.isr and len(p.isr) <= minimum.get(p.topic, 1))
+                  for p in partitions if broker in p.isr and len(p.isr) <= minimum.get(p.topic, 1) < len(p.replicas))
 
 
 def why_not_stop(connection: Connection, node: Node) -> str | None:

@@ -11,7 +11,9 @@ def test_a_broker_in_an_isr_already_at_min_insync_blocks_the_roll_naming_the_par
     assert blocking(partitions, {"orders": 2, "audit": 2}, 1) == ["orders-0 (ISR 1,2, min.insync.replicas 2)"]
     assert blocking(partitions, {"orders": 2, "audit": 2}, 3) == ["orders-1 (ISR 2,3, min.insync.replicas 2)"]
     assert blocking(partitions, {"orders": 1, "audit": 2}, 3) == []
-    assert blocking(partitions, {"orders": 1, "audit": 3}, 3) == ["audit-0 (ISR 1,2,3, min.insync.replicas 3)"]
+    # min.insync.replicas as high as the replicas: any restart takes it below, so it does not hold a roll forever.
+    assert blocking(partitions, {"orders": 1, "audit": 3}, 3) == []
+    assert blocking([PartitionState("single", 0, (3,), (3,), 3)], {}, 3) == []
 
 
 def test_quorum_voters_behind_the_leader_are_not_caught_up() -> None:

@@ -26,6 +26,7 @@ OWNED = {
     "listeners": "`security`", "advertised.listeners": "`security`", "listener.security.protocol.map": "`security`",
     "inter.broker.listener.name": "`security`", "controller.listener.names": "`security`",
     "controller.quorum.voters": "`controllers`", "controller.quorum.bootstrap.servers": "`controllers`",
+    "controller.quorum.auto.join.enable": "`controllers`",
     "super.users": "`security`", "authorizer.class.name": "`security`", "allow.everyone.if.no.acl.found": "`security`",
     "sasl.enabled.mechanisms": "`security.sasl_mechanism`", "min.insync.replicas": "`defaults.min_insync_replicas`",
     "default.replication.factor": "`defaults.replication_factor`", "num.partitions": "`defaults.partitions`",

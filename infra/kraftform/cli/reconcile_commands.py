@@ -175,7 +175,7 @@ def _apply_with_nodes(args: argparse.Namespace, specs: SpecSet, target: Target, 
     from kraftform.runtime.deployment import admin_config
 
     assert target.runtime is not None and target.work is not None
-    if target.work.steps or target.work.moves_partitions:
+    if target.work.to_do:
         carry_out(target.runtime, specs.cluster, target.work, target.connection,
                   RollOptions(node_timeout_s=args.node_timeout, throttle_bytes_per_s=options.throttle_bytes_per_s,
                               purge_removed=args.allow_destructive), _progress)
@@ -184,7 +184,7 @@ def _apply_with_nodes(args: argparse.Namespace, specs: SpecSet, target: Target, 
     if not live.plan.without_node_work().empty:
         apply_cluster(connection, specs, live, options, _progress)
     left = cluster_work(target.runtime, specs.cluster, connection)
-    if left.steps or left.moves_partitions or left.refused:
+    if left.to_do or left.refused:
         raise ClusterUnhealthy("the cluster's nodes still differ from the specs after apply:\n" +
                                render_text(Plan.of(left.changes(specs.cluster))))
     print(f"Applied {summary(target.plan)}; the cluster now matches the specs.")

@@ -24,7 +24,7 @@ from kraftform.cluster.config import (
     render_properties,
     secrets_properties,
 )
-from kraftform.cluster.topology import Node, Topology
+from kraftform.cluster.topology import CONTROLLER_PORT, Node, Topology
 
 
 def new_cluster_id() -> str:
@@ -48,6 +48,23 @@ class ClusterSecrets:
     node_keys: Mapping[str, KeyPair]
     admin_password: str = field(repr=False)
     controller_password: str = field(repr=False)
+    #: First controller's name -> the directory id of its metadata log (KIP-853's voter identity), for a cluster
+    #: whose controller quorum can change; empty for a static quorum (`controller.quorum.voters`), which a
+    #: cluster made before kept. A controller added later gets its directory id from StorageTool.
+    directory_ids: Mapping[str, str] = field(default_factory=dict)
+    #: The voters a new cluster's controllers were formatted with (`--initial-controllers`); a controller added
+    #: later is formatted without any and joins the quorum once it has caught up.
+    initial_voters: str = ""
+
+    @property
+    def dynamic_quorum(self) -> bool:
+        return bool(self.directory_ids)
+
+
+def new_directory_id() -> str:
+    """A Kafka Uuid as its tools print it: 16 random bytes, URL-safe base64 without padding, not starting with
+    '-' (as a cluster id)."""
+    return new_cluster_id()
 
 
 def make_secrets(topo: Topology, addr: Addressing, admin_password: str | None = None,
@@ -68,22 +85,28 @@ def make_secrets(topo: Topology, addr: Addressing, admin_password: str | None = 
         hosts = list(dict.fromkeys([node.name, host, "localhost", *filter(None, [addr.external_host])]))
         ips = list(dict.fromkeys(["127.0.0.1", *(h for h in hosts if _is_ip(h))]))
         keys[node.name] = issue(ca, node.name, [h for h in hosts if not _is_ip(h)], ips)
-    if keep:
+    if keep:  # a static quorum stays static: its voters are in every node's configuration
         return dataclasses.replace(keep, node_keys=keys)
-    return ClusterSecrets(new_cluster_id(), ca, keys, admin_password or new_password(), new_password())
+    directories = {n.name: new_directory_id() for n in topo.controllers}
+    voters = ",".join(f"{n.node_id}@{addr.advertised[n.name]}:{CONTROLLER_PORT}:{directories[n.name]}"
+                      for n in topo.controllers)
+    return ClusterSecrets(new_cluster_id(), ca, keys, admin_password or new_password(), new_password(), directories,
+                          voters)
 
 
 def secrets_to_dict(s: ClusterSecrets) -> dict[str, Any]:
     """Plain data, for the Pulumi state (as secret outputs) and the runtimes' private `secrets.json`."""
     return {"cluster_id": s.cluster_id, "ca_cert": s.ca.cert_pem, "ca_key": s.ca.key_pem,
             "node_keys": {n: {"cert": k.cert_pem, "key": k.key_pem} for n, k in s.node_keys.items()},
-            "admin_password": s.admin_password, "controller_password": s.controller_password}
+            "admin_password": s.admin_password, "controller_password": s.controller_password,
+            "directory_ids": dict(s.directory_ids), "initial_voters": s.initial_voters}
 
 
 def secrets_from_dict(o: Mapping[str, Any]) -> ClusterSecrets:
     return ClusterSecrets(o["cluster_id"], KeyPair(o["ca_cert"], o["ca_key"]),
                           {n: KeyPair(k["cert"], k["key"]) for n, k in o["node_keys"].items()},
-                          o["admin_password"], o["controller_password"])
+                          o["admin_password"], o["controller_password"], dict(o.get("directory_ids") or {}),
+                          o.get("initial_voters") or "")
 
 
 def _is_ip(host: str) -> bool:
@@ -142,6 +165,8 @@ def server_args(node: Node, paths: NodePaths, classpath: str) -> tuple[str, ...]
 def render_node(topo: Topology, node: Node, addr: Addressing, paths: NodePaths,
                 secrets: ClusterSecrets) -> RenderedNode:
     props = render_properties(topo, node, addr, paths)
+    if secrets.dynamic_quorum:
+        props = dynamic_quorum_properties(props, topo, node, addr)
     mech = topo.cluster.security.sasl_mechanism
     header = (f"kraftform: {node.name} (node.id {node.node_id}, {', '.join(node.roles)}) of cluster "
               f"{topo.cluster.name}. Generated; do not edit.")
@@ -155,7 +180,37 @@ def render_node(topo: Topology, node: Node, addr: Addressing, paths: NodePaths,
     )
     scram = ("--add-scram", f"{mech}=[name={topo.cluster.security.admin_user},password={secrets.admin_password}]")
     release = topo.cluster.metadata_version
-    return RenderedNode(node, paths, props, files, scram, ("--release-version", release) if release else ())
+    return RenderedNode(node, paths, props, files, scram,
+                        (("--release-version", release) if release else ()) + _voter_options(node, secrets))
+
+
+def _voter_options(node: Node, secrets: ClusterSecrets) -> tuple[str, ...]:
+    """How StorageTool learns the voters of a quorum that can change: a controller of the first quorum is
+    formatted with all of them; one added later, and every broker, with none (it joins once caught up)."""
+    if not secrets.dynamic_quorum:
+        return ()
+    directory = secrets.directory_ids.get(node.name)
+    if node.is_controller and directory and f":{directory}" in secrets.initial_voters:
+        return ("--initial-controllers", secrets.initial_voters)
+    return ("--no-initial-controllers",)
+
+
+#: Controllers every node finds the quorum through (KIP-853): the first few by id, so adding or removing
+#: controllers beyond them changes no node's configuration.
+BOOTSTRAP_CONTROLLERS = 3
+
+
+def dynamic_quorum_properties(props: Mapping[str, str], topo: Topology, node: Node,
+                              addr: Addressing) -> dict[str, str]:
+    """A node of a quorum that can change: it finds the controllers through bootstrap servers instead of a fixed
+    voter list, and a controller joins the voters by itself once it has caught up."""
+    out = {k: v for k, v in props.items() if k != "controller.quorum.voters"}
+    first = sorted(topo.controllers, key=lambda n: n.node_id)[:BOOTSTRAP_CONTROLLERS]
+    out["controller.quorum.bootstrap.servers"] = ",".join(f"{addr.advertised[n.name]}:{CONTROLLER_PORT}"
+                                                          for n in first)
+    if node.is_controller:
+        out["controller.quorum.auto.join.enable"] = "true"
+    return out
 
 
 def render_cluster(topo: Topology, addr: Addressing, paths: Mapping[str, NodePaths],

@@ -9,6 +9,8 @@ the reason it does not pass, naming the topic or node, or None.
 
 from __future__ import annotations
 
+import base64
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +44,8 @@ class Quorum:
     behind_ms: Mapping[int, int]
     #: voter id -> when it last fetched from the leader (the leader's clock, ms since the epoch).
     fetched_at: Mapping[int, int] = field(default_factory=dict)
+    #: voter id -> the directory id of its metadata log (its identity as a voter, KIP-853; "" in a static quorum).
+    directories: Mapping[int, str] = field(default_factory=dict)
 
     def caught_up(self, timeout_ms: int = QUORUM_FETCH_TIMEOUT_MS) -> frozenset[int]:
         return frozenset(v for v, ms in self.behind_ms.items() if ms <= timeout_ms)
@@ -59,7 +63,16 @@ def parse_quorum(response: Mapping[str, Any]) -> Quorum:
     stamps = {v["replica_id"]: v["last_caught_up_timestamp"] for v in voters}
     newest = stamps.get(leader, max(stamps.values(), default=0))
     return Quorum(leader, {v: (newest - ts if ts >= 0 else 2**31) for v, ts in stamps.items()},
-                  {v["replica_id"]: v["last_fetch_timestamp"] for v in voters})
+                  {v["replica_id"]: v["last_fetch_timestamp"] for v in voters},
+                  {v["replica_id"]: kafka_uuid(v.get("replica_directory_id")) for v in voters})
+
+
+def kafka_uuid(value: object) -> str:
+    """A Uuid as Kafka's tools take it (16 bytes, URL-safe base64 without padding), from kafka-python's form (a
+    UUID string with dashes); "" for none."""
+    if not value:
+        return ""
+    return base64.urlsafe_b64encode(uuid.UUID(str(value)).bytes).decode().rstrip("=")
 
 
 def read_quorum(connection: Connection) -> Quorum:

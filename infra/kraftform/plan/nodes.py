@@ -100,8 +100,14 @@ def differences(running: RunningNode, wanted: RenderedNode, kafka_version: str) 
     return tuple(found)
 
 
-def node_plan(running: Sequence[RunningNode], wanted: Sequence[RenderedNode], kafka_version: str) -> NodePlan:
-    """What to do to the running nodes so that they are the wanted ones."""
+STATIC_QUORUM = ("which this cluster's static voter list (controller.quorum.voters) cannot do; clusters kraftform "
+                 "makes now can (KIP-853's dynamic quorum), this one was made before: keep `controllers` as it runs")
+
+
+def node_plan(running: Sequence[RunningNode], wanted: Sequence[RenderedNode], kafka_version: str,
+              dynamic_quorum: bool = False) -> NodePlan:
+    """What to do to the running nodes so that they are the wanted ones. Controllers join or leave only a quorum
+    that can change (`dynamic_quorum`)."""
     now = {r.name: r for r in running}
     then = {w.node.name: w for w in wanted}
     steps: list[NodeStep] = []
@@ -109,18 +115,18 @@ def node_plan(running: Sequence[RunningNode], wanted: Sequence[RenderedNode], ka
     for name, w in then.items():
         if name in now:
             continue
-        if w.node.is_controller:
-            refused.append(f"{name}: adding a controller changes the controller quorum, which this cluster's static "
-                           f"voter list (controller.quorum.voters) cannot do; keep `controllers` as it runs")
+        if w.node.is_controller and not dynamic_quorum:
+            refused.append(f"{name}: adding a controller changes the controller quorum, {STATIC_QUORUM}")
         else:
             steps.append(NodeStep(Step.ADD, w.node))
     for name, r in now.items():
         if name in then:
             continue
         node = Node(r.node_id, name, tuple(r.roles), heap_bytes=r.heap_bytes or 0)  # type: ignore[arg-type]
-        if node.is_controller:
-            refused.append(f"{name}: removing a controller changes the controller quorum, which this cluster's "
-                           f"static voter list (controller.quorum.voters) cannot do; keep `controllers` as it runs")
+        if node.is_controller and not dynamic_quorum:
+            refused.append(f"{name}: removing a controller changes the controller quorum, {STATIC_QUORUM}")
+        elif node.is_controller and node.is_broker:
+            refused.append(f"{name}: a combined node cannot leave the quorum and stay a broker; keep `controllers`")
         else:
             steps.append(NodeStep(Step.REMOVE, node))
     for name in sorted(set(now) & set(then)):

@@ -35,6 +35,8 @@ T = TypeVar("T")
 #: Kept encrypted in the state. The cluster id is not among them: Kafka hands it to every client in
 #: Metadata and DescribeCluster responses, and it stands in every container's format command.
 SECRET_OUTPUTS = ["ca_key", "node_keys", "admin_password", "controller_password"]
+#: Also in every node's meta.properties or command: the controllers' directory ids and the first voters.
+PUBLIC_OUTPUTS = ["cluster_id", "ca_cert", "directory_ids", "initial_voters"]
 
 
 def _spec_of(props: dict[str, Any]) -> ClusterSpec:
@@ -84,7 +86,7 @@ def secrets_inputs(spec: ClusterSpec, admin_password: pulumi.Input[str] | None) 
     return {"name": spec.name, "brokers": spec.brokers, "controllers": spec.controllers, "mode": spec.mode,
             "kafka_version": spec.kafka_version, "external_host": spec.security.external_listener.host,
             "requested_admin_password": admin_password or "",
-            **dict.fromkeys(["cluster_id", "ca_cert", *SECRET_OUTPUTS])}
+            **dict.fromkeys([*PUBLIC_OUTPUTS, *SECRET_OUTPUTS])}
 
 
 class ClusterSecretsResource(pulumi.dynamic.Resource):
@@ -162,7 +164,7 @@ class KafkaCluster(pulumi.ComponentResource):
         topo: Topology = topology(spec)
         child = pulumi.ResourceOptions(parent=self)
         self.secrets = ClusterSecretsResource(f"{name}-secrets", spec, admin_password, child)
-        keys = ["cluster_id", "ca_cert", *SECRET_OUTPUTS]
+        keys = [*PUBLIC_OUTPUTS, *SECRET_OUTPUTS]
         outputs = pulumi.Output.all(*(getattr(self.secrets, k) for k in keys))
         # Rendered from secrets, so Pulumi would mark every field secret; only the uploaded files are (they hold
         # the keys and passwords, and are made secret below). Names, ports and the command stay readable.
@@ -197,7 +199,7 @@ class KafkaCluster(pulumi.ComponentResource):
             after: list[pulumi.Resource] = [NodeGate(f"{node.name}-may-stop", "may-stop", node, changed,
                                                      self.connection, pulumi.ResourceOptions(
                                                          parent=self, depends_on=[previous] if previous else []))]
-            if node.is_broker and not node.is_controller:
+            if not (node.is_broker and node.is_controller):  # a combined node never leaves on its own
                 after.append(Membership(f"{node.name}-membership", node, self.connection, child))
             # Created only once healthy, so the topics and users that depend on the containers find a listening
             # cluster.

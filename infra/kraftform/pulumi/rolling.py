@@ -13,7 +13,8 @@ so a replacement waits for the gate before it, and the next node waits for the g
 come back fails the update there, every later node untouched; its log's last error is the message. On a first
 `pulumi up` the gates pass at once (there is nothing to stop yet). `Partitions` moves replicas onto added brokers
 and off removed ones (before Pulumi deletes their containers, which it does last), and `Membership` unregisters
-a removed broker once its container is gone.
+a removed broker, or takes a removed controller out of the voters, once its container is gone. An added
+controller joins the voters by itself once caught up (its `back` gate waits for that).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from kraftform.cluster.topology import Node, Role
 from kraftform.kafka import gates
 from kraftform.pulumi.providers import connection_of
 from kraftform.runtime.rolling import RollHalted, RollOptions, rebalance, wait_gate
-from kraftform.runtime.tools import CLUSTER_TOOL, run_kafka_tool
+from kraftform.runtime.tools import CLUSTER_TOOL, METADATA_QUORUM, run_kafka_tool
 
 #: How long a node may take to be safe to stop, or to be back.
 GATE_TIMEOUT_S = 300.0
@@ -134,32 +135,43 @@ def _admin_properties(connection: Connection) -> Iterator[str]:
 
 
 class MembershipProvider(ResourceProvider):
-    """A broker's registration: deleted after its container (which depends on it), so the broker is gone from
-    the cluster's metadata too (kafka-cluster.sh unregister)."""
+    """A node's place in the cluster's metadata: deleted after its container (which depends on it), so a removed
+    broker is unregistered (kafka-cluster.sh unregister) and a removed controller taken out of the voters
+    (kafka-metadata-quorum remove-controller) once it has stopped."""
 
     def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
         return DiffResult(changes=False)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        return CreateResult(f"broker-{props['node_id']}", props)
+        return CreateResult(f"node-{props['node_id']}", props)
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         with connection_of(props) as connection, _admin_properties(connection) as config:
+            node = str(props["node_id"])
+            directory = gates.read_quorum(connection).directories.get(int(node)) if props.get("controller") else None
+            if directory is not None:
+                tool, args = METADATA_QUORUM, ["--bootstrap-server", connection.bootstrap, "--command-config", config,
+                                               "remove-controller", "--controller-id", node,
+                                               "--controller-directory-id", directory]
+            elif props.get("controller"):
+                return  # no longer a voter
+            else:
+                tool, args = CLUSTER_TOOL, ["unregister", "--bootstrap-server", connection.bootstrap, "--config",
+                                            config, "--id", node]
 
             def attempt() -> str | None:
                 try:
-                    run_kafka_tool(CLUSTER_TOOL, ["unregister", "--bootstrap-server", connection.bootstrap,
-                                                  "--config", config, "--id", str(props["node_id"])])
+                    run_kafka_tool(tool, args)
                     return None
                 except Exception as exc:
                     return str(exc)
 
-            wait_gate(f"broker {props['node_id']} to be unregistered", 60, attempt)
+            wait_gate(f"node {node} to leave the cluster's metadata", 60, attempt)
 
 
 class Membership(pulumi.dynamic.Resource):
     def __init__(self, name: str, node: Node, connection: pulumi.Input[dict[str, Any]],
                  opts: pulumi.ResourceOptions) -> None:
         super().__init__(MembershipProvider(), name, {
-            "node_id": node.node_id, "connection": pulumi.Output.secret(connection)},
+            "node_id": node.node_id, "controller": node.is_controller, "connection": pulumi.Output.secret(connection)},
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["connection"])))

@@ -78,7 +78,8 @@ class DockerRuntime:
     def node_plan(self, cluster: ClusterSpec) -> NodePlan | None:
         if not (self.state_dir / dep.SECRETS_FILE).is_file():
             return None
-        return node_plan(dep.running_nodes(dep.load(self.state_dir)), self.rendered(cluster), cluster.kafka_version)
+        return node_plan(dep.running_nodes(dep.load(self.state_dir)), self.rendered(cluster), cluster.kafka_version,
+                         dep.load_secrets(self.state_dir).dynamic_quorum)
 
     def up(self, cluster: ClusterSpec, admin_password: str | None = None, timeout: float = 240) -> ClusterHealth:
         """Create the network, volumes and containers and start them; idempotent like the local runtime."""

@@ -166,7 +166,8 @@ class LocalRuntime:
         keep."""
         if not (self.state_dir / dep.SECRETS_FILE).is_file():
             return None
-        return node_plan(dep.running_nodes(dep.load(self.state_dir)), self.rendered(cluster), cluster.kafka_version)
+        return node_plan(dep.running_nodes(dep.load(self.state_dir)), self.rendered(cluster), cluster.kafka_version,
+                         dep.load_secrets(self.state_dir).dynamic_quorum)
 
     def _alive(self, record: dep.NodeRecord) -> bool:
         if not record.handle:

@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient
 
 from kraftform.cluster.connection import Connection
 from kraftform.cluster.render import RenderedNode
+from kraftform.cluster.topology import Node
 from kraftform.errors import ClusterUnhealthy, KraftformError, PlanRefusedError
 from kraftform.kafka import gates
 from kraftform.kafka.apply import Applier, ApplyOptions
@@ -29,7 +30,7 @@ from kraftform.plan.changes import Action, Change, Kind, Reassignment, Safety
 from kraftform.plan.nodes import NodePlan, NodeStep, Step, ordered, roll_order
 from kraftform.plan.placement import Partition, PlacementRefused, balance, drain
 from kraftform.runtime import deployment as dep
-from kraftform.runtime.tools import CLUSTER_TOOL, run_kafka_tool
+from kraftform.runtime.tools import CLUSTER_TOOL, METADATA_QUORUM, run_kafka_tool
 from kraftform.specset.model import ClusterSpec
 from kraftform.waiting import NotYet, poll
 
@@ -83,10 +84,18 @@ class ClusterWork:
     active_controller: int | None = None
     #: What the partition moves would be, as far as the cluster can be read now.
     estimate: Moves | None = None
+    #: Voters no declared controller is (a removal interrupted after the node stopped): taken out of the quorum.
+    stray_voters: tuple[int, ...] = ()
+
+    @property
+    def to_do(self) -> bool:
+        """Anything for `carry_out`."""
+        return bool(self.steps or self.stray_voters) or self.moves_partitions
 
     @property
     def moves_partitions(self) -> bool:
-        return self.rebalance_pending or any(s.step is not Step.RESTART for s in self.steps)
+        """Brokers join or leave (now, or in an earlier apply that was interrupted before the moves)."""
+        return self.rebalance_pending or any(s.step is not Step.RESTART and s.node.is_broker for s in self.steps)
 
     def changes(self, cluster: ClusterSpec) -> list[Change]:
         """The plan's rendering of the work: a change per differing setting of each node to restart (with its
@@ -102,7 +111,17 @@ class ClusterWork:
             out += [Change(Action.UPDATE, Kind.CLUSTER, s.node.name, Safety.DISRUPTIVE, why, d.key, d.running,
                            d.wanted, s) for d in s.differences]
         for s in self.steps:
-            if s.step is Step.ADD:
+            if s.step is Step.ADD and s.node.is_controller:
+                out.append(Change(Action.CREATE, Kind.CLUSTER, s.node.name, Safety.SAFE,
+                                  "a new controller: formatted without voters, started as an observer of the quorum, "
+                                  "it joins the voters by itself once caught up (KIP-853)", "node", None,
+                                  f"controller {s.node.node_id}", s))
+            elif s.step is Step.REMOVE and s.node.is_controller:
+                out.append(Change(Action.DELETE, Kind.CLUSTER, s.node.name, Safety.DESTRUCTIVE,
+                                  "stopped once the other voters keep a caught-up majority, then taken out of the "
+                                  "voters (kafka-metadata-quorum remove-controller); its data is deleted", "node",
+                                  f"controller {s.node.node_id}", None, s))
+            elif s.step is Step.ADD:
                 out.append(Change(Action.CREATE, Kind.CLUSTER, s.node.name, Safety.SAFE,
                                   f"a new broker{f' in rack {s.node.rack}' if s.node.rack else ''}: formatted with the "
                                   f"cluster's id, started, then partitions move onto it", "node", None,
@@ -122,6 +141,10 @@ class ClusterWork:
                               f"{shown}: replicas move (throttled, in batches) until every broker holds within one "
                               f"replica of the brokers it can trade with without narrowing a rack spread; preferred "
                               f"leaders are then evened out and elected", "partitions", None, "balanced"))
+        out += [Change(Action.DELETE, Kind.CLUSTER, f"voter {voter}", Safety.DISRUPTIVE,
+                       "a controller voter that no declared, running controller is (its removal was interrupted after "
+                       "the node stopped): taken out of the quorum", "voter", str(voter), None)
+                for voter in self.stray_voters]
         out += [Change(Action.REFUSE, Kind.CLUSTER, cluster.name, Safety.DISRUPTIVE, why) for why in self.refused]
         return out
 
@@ -132,9 +155,14 @@ def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection) -
     if plan is None:
         dep.load_secrets(runtime.state_dir)  # raises, saying why
         raise AssertionError("unreachable")
-    active = _active_controller(connection)
+    quorum = _quorum(connection)
+    active = quorum.leader if quorum else None
     pending = REBALANCE_PENDING in dep.load(runtime.state_dir).extra
-    work = ClusterWork(ordered(plan, active), plan.refused, pending, active)
+    declared = {r.node.node_id for r in runtime.rendered(cluster) if r.node.is_controller}
+    leaving = {s.node.node_id for s in plan.steps if s.step is Step.REMOVE}
+    dynamic = dep.load_secrets(runtime.state_dir).dynamic_quorum
+    strays = tuple(sorted(set(quorum.behind_ms) - declared - leaving)) if quorum and dynamic else ()
+    work = ClusterWork(ordered(plan, active), plan.refused, pending, active, stray_voters=strays)
     if not work.moves_partitions:
         return work
     return dataclasses.replace(work, estimate=_estimate(connection, work))
@@ -156,11 +184,18 @@ def _estimate(connection: Connection, work: ClusterWork) -> Moves | None:
         return None
 
 
-def _active_controller(connection: Connection) -> int | None:
+def _quorum(connection: Connection) -> gates.Quorum | None:
+    """The quorum, or None when it cannot be read now (the roll order is then by node id; the roll reads the
+    leader again itself)."""
     try:
-        return gates.read_quorum(connection).leader
-    except Exception:
+        return gates.read_quorum(connection)
+    except Exception:  # kafka-python's errors and ours alike: the quorum is only read for the order
         return None
+
+
+def _active_controller(connection: Connection) -> int | None:
+    quorum = _quorum(connection)
+    return quorum.leader if quorum else None
 
 
 def wait_gate(what: str, timeout: float, check: Callable[[], str | None]) -> None:
@@ -182,24 +217,34 @@ def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connectio
     rendered = {r.node.name: r for r in runtime.rendered(cluster, keep_new_keys=True)}
     adds = [s for s in work.steps if s.step is Step.ADD]
     removes = [s for s in work.steps if s.step is Step.REMOVE]
-    if adds or removes:
+    if work.moves_partitions:
         _mark_rebalance(runtime.state_dir, True)
     for s in adds:
         started = time.monotonic()
-        progress(f"adding {s.node.name} (broker {s.node.node_id}) ...")
+        progress(f"adding {s.node.name} ({_role(s.node)} {s.node.node_id}) ...")
         runtime.add_node(cluster, rendered[s.node.name])
         _wait_back(runtime, s, connection, options)
-        progress(f"  {s.node.name} is registered ({time.monotonic() - started:.1f} s)")
+        progress(f"  {s.node.name} is {'a caught-up voter' if s.node.is_controller else 'registered'} "
+                 f"({time.monotonic() - started:.1f} s)")
     if adds:
         runtime.set_bootstrap(cluster)
     roll(runtime, cluster, [s for s in work.steps if s.step is Step.RESTART], rendered, connection, options, progress)
     if work.moves_partitions:
-        leaving = {s.node.node_id for s in removes}
+        leaving = {s.node.node_id for s in removes if s.node.is_broker}
         rebalance(connection, leaving, options, progress)
     for s in removes:
-        progress(f"removing {s.node.name} (broker {s.node.node_id}) ...")
-        runtime.remove_node(s.node.name, options.purge_removed)
-        _unregister(runtime.state_dir, s.node.node_id)
+        progress(f"removing {s.node.name} ({_role(s.node)} {s.node.node_id}) ...")
+        if s.node.is_controller:
+            wait_gate(f"{s.node.name} to be safe to stop", options.gate_timeout_s,
+                      lambda node=s.node: gates.why_not_stop(connection, node))  # type: ignore[misc]
+            runtime.remove_node(s.node.name, options.purge_removed)
+            remove_voter(runtime.state_dir, s.node.node_id)
+        else:
+            runtime.remove_node(s.node.name, options.purge_removed)
+            _unregister(runtime.state_dir, s.node.node_id)
+    for voter in work.stray_voters:
+        progress(f"removing controller {voter} from the voters (no node runs it) ...")
+        remove_voter(runtime.state_dir, voter)
     if removes:
         runtime.set_bootstrap(cluster)
     if work.moves_partitions:
@@ -370,6 +415,28 @@ def _elect_preferred(admin: AdminClient, progress: Progress) -> None:
                  f"auto.leader.rebalance will): {', '.join(f'{k} {v}' for k, v in sorted(failed.items())[:5])}")
     else:
         progress("partitions: preferred leaders elected")
+
+
+def _role(node: Node) -> str:
+    return "controller" if node.is_controller else "broker"
+
+
+def remove_voter(state_dir: Path, controller: int) -> None:
+    """Take a stopped controller out of the voters (kafka-metadata-quorum remove-controller, through the
+    brokers with the admin login, naming it by id and the directory id the quorum knows it by), and wait until
+    the quorum no longer counts it."""
+    deployment = dep.load(state_dir)
+    directory = gates.read_quorum(dep.admin_config(state_dir)).directories.get(controller)
+    if directory is None:
+        return  # not a voter (any more)
+    run_kafka_tool(METADATA_QUORUM, ["--bootstrap-server", deployment.bootstrap, "--command-config",
+                                     str(state_dir / "admin.properties"), "remove-controller", "--controller-id",
+                                     str(controller), "--controller-directory-id", directory],
+                   deployment.kafka_version)
+    connection = dep.admin_config(state_dir)
+    wait_gate(f"controller {controller} to leave the voters", 60,
+              lambda: f"controller {controller} is still a voter"
+              if controller in gates.read_quorum(connection).behind_ms else None)
 
 
 def _unregister(state_dir: Path, broker: int) -> None:

@@ -13,6 +13,7 @@ import json
 import shutil
 import subprocess
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -287,3 +288,51 @@ def test_cluster_up_on_a_changed_cluster_points_at_apply(day2: Day2) -> None:
                           timeout=120, check=False)
     assert done.returncode == 1 and "kraftform apply --state-dir" in done.stderr, done.stderr
     day2.edit(resources=None)
+
+
+def test_three_to_five_controllers_and_back_keep_a_leader_and_serve_metadata_throughout(day2: Day2) -> None:
+    """KIP-853: a cluster kraftform makes can change its controller quorum. A watcher reads the quorum every half
+    second throughout; a topic is created after each step."""
+    from kraftform.kafka.gates import read_quorum
+
+    leaderless: list[str] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            try:
+                quorum = read_quorum(admin_config(day2.state))
+                if quorum.leader < 0:
+                    leaderless.append(f"no leader at {time.time():.1f}")
+            except Exception as exc:
+                leaderless.append(f"{type(exc).__name__}: {exc}")
+            stop.wait(0.5)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        day2.edit(controllers=5)
+        planned = day2.kraftform("plan")
+        assert f"create cluster {_name(day2)}-controller-3 node: controller 1004" in planned.stdout, planned.stdout
+        grown = day2.kraftform("apply", "--auto-approve")
+        assert grown.returncode == 0, grown.stdout + grown.stderr
+        assert set(read_quorum(admin_config(day2.state)).behind_ms) == {1001, 1002, 1003, 1004, 1005}
+        _create_topic(day2, "five")
+        assert day2.kraftform("plan").returncode == 0
+
+        day2.edit(controllers=3)
+        shrunk = day2.kraftform("apply", "--auto-approve", "--allow-destructive")
+        assert shrunk.returncode == 0, shrunk.stdout + shrunk.stderr
+        assert set(read_quorum(admin_config(day2.state)).behind_ms) == {1001, 1002, 1003}
+        _create_topic(day2, "three")
+        assert day2.kraftform("plan").returncode == 0
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+    assert not leaderless, leaderless[:5]
+
+
+def _create_topic(day2: Day2, label: str) -> None:
+    admin = day2.admin
+    topic = f"day2.quorum.{label}.{uuid.uuid4().hex[:4]}"
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)

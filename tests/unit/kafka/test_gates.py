@@ -20,8 +20,12 @@ def test_quorum_voters_behind_the_leader_are_not_caught_up() -> None:
     response = {"topics": [{"partitions": [{"leader_id": 1002, "current_voters": [
         {"replica_id": 1001, "last_caught_up_timestamp": 10_000, "last_fetch_timestamp": 10_000},
         {"replica_id": 1002, "last_caught_up_timestamp": 10_500, "last_fetch_timestamp": 10_500},
-        {"replica_id": 1003, "last_caught_up_timestamp": 5_000, "last_fetch_timestamp": 9_000}]}]}]}
+        {"replica_id": 1003, "last_caught_up_timestamp": 5_000, "last_fetch_timestamp": 9_000,
+         "replica_directory_id": "8e052b4b-8d1e-de03-34ea-e608e4f99d05"}]}]}]}
     quorum = parse_quorum(response)
     assert quorum.leader == 1002 and quorum.majority == 2
     assert quorum.caught_up() == {1001, 1002}
     assert quorum.fetched_at[1003] == 9_000  # fetching, but behind
+    # A voter's directory id as Kafka's tools take it (remove-controller --controller-directory-id).
+    # (the form Kafka printed for this voter: ReplicaKey(id=1005, directoryId=jgUrS40e3gM06uYI5PmdBQ)).
+    assert quorum.directories == {1001: "", 1002: "", 1003: "jgUrS40e3gM06uYI5PmdBQ"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kraftform.cluster.config import NodePaths
 from kraftform.cluster.containers import docker_addressing
-from kraftform.cluster.render import make_secrets, render_cluster
+from kraftform.cluster.render import ClusterSecrets, RenderedNode, make_secrets, render_cluster
 from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
 from kraftform.plan.nodes import RunningNode, Step, node_plan, ordered, roll_order
@@ -17,14 +17,15 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CLUSTER = load_specs(FIXTURES / "cluster").cluster
 
 
-def _rendered(cluster: ClusterSpec, secrets: object = None):  # type: ignore[no-untyped-def]
+def _rendered(cluster: ClusterSpec, secrets: ClusterSecrets | None = None
+              ) -> tuple[tuple[RenderedNode, ...], ClusterSecrets]:
     topo = topology(cluster)
-    made = make_secrets(topo, docker_addressing(topo), keep=secrets)  # type: ignore[arg-type]
+    made = make_secrets(topo, docker_addressing(topo), keep=secrets)
     return render_cluster(topo, docker_addressing(topo), {n.name: NodePaths("/c", "/d") for n in topo.nodes},
                           made), made
 
 
-def _running(cluster: ClusterSpec) -> tuple[tuple[RunningNode, ...], object]:
+def _running(cluster: ClusterSpec) -> tuple[tuple[RunningNode, ...], ClusterSecrets]:
     rendered, secrets = _rendered(cluster)
     return tuple(RunningNode(r.node.name, r.node.node_id, r.node.roles, dict(r.properties), r.node.heap_bytes,
                              cluster.kafka_version) for r in rendered), secrets
@@ -102,3 +103,25 @@ def test_node_names_the_specs_check_are_the_topologys() -> None:
 
     for cluster in (CLUSTER, dataclasses.replace(CLUSTER, mode="combined", brokers=4)):
         assert node_names(cluster) == [n.name for n in topology(cluster).nodes]
+
+
+def test_a_new_cluster_can_change_its_quorum_and_one_made_with_a_static_quorum_cannot() -> None:
+    running, secrets = _running(CLUSTER)
+    assert secrets.dynamic_quorum
+    rendered = _rendered(dataclasses.replace(CLUSTER, controllers=5), secrets)[0]
+    plan = node_plan(running, rendered, CLUSTER.kafka_version, dynamic_quorum=True)
+    assert [(s.step, s.node.name) for s in plan.steps] == [(Step.ADD, "kftest-controller-3"),
+                                                           (Step.ADD, "kftest-controller-4")]
+    by_name = {r.node.name: r for r in rendered}
+    first = by_name["kftest-controller-0"]
+    assert "controller.quorum.voters" not in first.properties
+    assert first.properties["controller.quorum.bootstrap.servers"] == (
+        "kftest-controller-0:9094,kftest-controller-1:9094,kftest-controller-2:9094")
+    assert first.properties["controller.quorum.auto.join.enable"] == "true"
+    assert first.format_options[0] == "--initial-controllers" and first.format_options[1].count("@") == 3
+    assert by_name["kftest-controller-4"].format_options == ("--no-initial-controllers",)
+    assert by_name["kftest-broker-0"].format_options == ("--no-initial-controllers",)
+    assert "controller.quorum.auto.join.enable" not in by_name["kftest-broker-0"].properties
+    static = dataclasses.replace(secrets, directory_ids={}, initial_voters="")
+    assert not make_secrets(topology(CLUSTER), docker_addressing(topology(CLUSTER)), keep=static).dynamic_quorum
+    assert "static voter list" in node_plan(running, rendered, CLUSTER.kafka_version).refused[0]

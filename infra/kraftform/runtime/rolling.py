@@ -10,6 +10,7 @@ nodes that still differ.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
@@ -165,11 +166,16 @@ def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection) -
     work = ClusterWork(ordered(plan, active), plan.refused, pending, active, stray_voters=strays)
     if not work.moves_partitions:
         return work
-    return dataclasses.replace(work, estimate=_estimate(connection, work))
+    try:
+        return dataclasses.replace(work, estimate=_estimate(connection, work))
+    except PlacementRefused as exc:
+        return dataclasses.replace(work, refused=(*work.refused, f"the brokers cannot be removed: {exc}"))
 
 
 def _estimate(connection: Connection, work: ClusterWork) -> Moves | None:
-    """The moves `rebalance` would make were the added brokers running and the removed ones leaving."""
+    """The moves `rebalance` would make were the added brokers running and the removed ones leaving; None when
+    the cluster cannot be read for it now (the plan says the moves are computed when they are made). Raises
+    PlacementRefused when the staying brokers cannot hold the partitions."""
     try:
         admin = AdminClient(connection.librdkafka())
         cluster = admin.describe_cluster(request_timeout=gates.TIMEOUT).result(timeout=gates.TIMEOUT)
@@ -177,11 +183,12 @@ def _estimate(connection: Connection, work: ClusterWork) -> Moves | None:
         racks |= {s.node.node_id: s.node.rack for s in work.steps if s.step is Step.ADD}
         leaving = {s.node.node_id for s in work.steps if s.step is Step.REMOVE}
         partitions = [p for p in gates.read_partitions(admin) if p.topic != "__cluster_metadata"]
-        moves = target_assignment(partitions, racks, leaving)
-        moves.bytes_moved = sum(moves.sizes_of(gates.partition_sizes(connection)))
-        return moves
-    except (KafkaException, KraftformError, PlacementRefused):
+    except Exception:  # kafka-python's errors and ours alike: an estimate, not a gate
         return None
+    moves = target_assignment(partitions, racks, leaving)
+    with contextlib.suppress(Exception):  # the sizes are a courtesy too
+        moves.bytes_moved = sum(moves.sizes_of(gates.partition_sizes(connection)))
+    return moves
 
 
 def _quorum(connection: Connection) -> gates.Quorum | None:

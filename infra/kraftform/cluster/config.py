@@ -202,6 +202,9 @@ def render_properties(topo: Topology, node: Node, addr: Addressing, paths: NodeP
             "share.coordinator.state.topic.min.isr": str(min(2, internal_rf)),
             # Throw-away clusters start serving groups at once; production readers rebalance anyway.
             "group.initial.rebalance.delay.ms": "0",
+            # A broker whose controllers are slow to form a quorum (a loaded machine, a node restarted in a roll)
+            # keeps trying for 5 minutes instead of exiting after Kafka's 60 s: nothing restarts a local JVM.
+            "initial.broker.registration.timeout.ms": "300000",
         }
         if node.rack:
             props["broker.rack"] = node.rack

@@ -335,8 +335,9 @@ def test_a_write_the_brokers_never_report_is_sent_again_before_the_deadline(work
 def test_a_cluster_section_the_running_cluster_contradicts_is_planned_and_reported_never_ignored(
         workspace: Workspace) -> None:
     """`brokers: 3 -> 4` on the running 3-broker cluster: `plan` once said "No changes". Now it is a change
-    (node work), `apply` does everything the Admin protocol can and exits 2 naming what it cannot, and
-    `cluster up` on the running cluster says how it differs instead of waiting for a broker nothing starts."""
+    (node work), `apply` with only --command-config does everything the Admin protocol can and exits 2 naming
+    what it cannot, and `cluster up` on the running cluster says how it differs and points at `apply --state-dir`
+    instead of waiting for a broker nothing starts."""
     topic = workspace.name("beside-node-work")
     workspace.write(topics=[topic_spec(topic)])
     cluster_file = workspace.root / "cluster.yaml"
@@ -358,5 +359,6 @@ def test_a_cluster_section_the_running_cluster_contradicts_is_planned_and_report
                          "local", "--state-dir", str(workspace.cluster.state_dir)], capture_output=True, text=True,
                         check=False, timeout=300)
     assert up.returncode == 1 and "Traceback" not in up.stderr, up.stdout + up.stderr
-    assert "runs a shape its specs no longer describe" in up.stderr and "nodes to add:" in up.stderr
+    assert "differs from its specs: add kftest-broker-3" in up.stderr, up.stderr
+    assert f"kraftform apply --state-dir {workspace.cluster.state_dir}" in up.stderr
     assert time.monotonic() - started < 60

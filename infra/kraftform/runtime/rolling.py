@@ -20,11 +20,12 @@ from typing import Protocol
 
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
+from kafka.errors import KafkaError as PyKafkaError
 
 from kraftform.cluster.connection import Connection
 from kraftform.cluster.render import RenderedNode
 from kraftform.cluster.topology import Node
-from kraftform.errors import ClusterUnhealthy, KraftformError, PlanRefusedError
+from kraftform.errors import ClusterUnhealthy, ConnectionFailed, KraftformError, PlanRefusedError
 from kraftform.kafka import gates
 from kraftform.kafka.apply import Applier, ApplyOptions
 from kraftform.plan.changes import Action, Change, Kind, Reassignment, Safety
@@ -211,8 +212,9 @@ def wait_gate(what: str, timeout: float, check: Callable[[], str | None]) -> Non
         if reason:
             raise NotYet(reason)
 
-    poll(what, timeout, attempt, interval=1.0, retry_on=(KafkaException, TimeoutError, OSError),
-         error=RollHalted)
+    # A request may land on the very node that is restarting: any client's error is a reason to ask again.
+    poll(what, timeout, attempt, interval=1.0,
+         retry_on=(KafkaException, PyKafkaError, ConnectionFailed, TimeoutError, OSError), error=RollHalted)
 
 
 def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connection: Connection,

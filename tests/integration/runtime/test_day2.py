@@ -226,7 +226,7 @@ def test_a_node_that_cannot_start_halts_the_roll_and_the_others_keep_running(day
     # Valid by type and range, refused by Kafka at start: it must exceed replica.socket.timeout.ms (30 s).
     day2.edit(broker_config={"num.replica.fetchers": "2", "log.retention.check.interval.ms": "600000",
                              "replica.fetch.wait.max.ms": "60000"})
-    applied = day2.kraftform("apply", "--auto-approve", "--node-timeout", "60")
+    applied = day2.kraftform("apply", "--auto-approve", "--node-timeout", "120")
     assert applied.returncode == 1
     first = f"{_name(day2)}-broker-0"
     assert f"{first} did not come back with its new configuration" in applied.stderr, applied.stderr

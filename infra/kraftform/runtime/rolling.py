@@ -24,7 +24,7 @@ from kafka.errors import KafkaError as PyKafkaError
 
 from kraftform.cluster.connection import Connection
 from kraftform.cluster.render import RenderedNode
-from kraftform.cluster.topology import Node
+from kraftform.cluster.topology import Node, topology
 from kraftform.errors import ClusterUnhealthy, ConnectionFailed, KraftformError, PlanRefusedError
 from kraftform.kafka import gates
 from kraftform.kafka.apply import Applier, ApplyOptions
@@ -160,7 +160,7 @@ def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection) -
     quorum = _quorum(connection)
     active = quorum.leader if quorum else None
     pending = REBALANCE_PENDING in dep.load(runtime.state_dir).extra
-    declared = {r.node.node_id for r in runtime.rendered(cluster) if r.node.is_controller}
+    declared = {n.node_id for n in topology(cluster).controllers}  # ids need no rendering (nor new keys)
     leaving = {s.node.node_id for s in plan.steps if s.step is Step.REMOVE}
     dynamic = dep.load_secrets(runtime.state_dir).dynamic_quorum
     strays = tuple(sorted(set(quorum.behind_ms) - declared - leaving)) if quorum and dynamic else ()

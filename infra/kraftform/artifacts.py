@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kraftform.cluster.config import LOG4J2_CONFIG, LOG4J2_FILE
 from kraftform.errors import EnvironmentMissing
-from kraftform.versions import KAFKA_VERSION, LOG4J_VERSION, SCALA_BINARY, SPARK_VERSION
+from kraftform.versions import JMX_EXPORTER_VERSION, KAFKA_VERSION, LOG4J_VERSION, SCALA_BINARY, SPARK_VERSION
 
 
 #: Artifacts of a Kafka installation (group, artifact, version); their dependencies come along.
@@ -95,6 +95,15 @@ def ensure_kafka(version: str = KAFKA_VERSION) -> Path:
     """Download Kafka's jars once (idempotent: a complete install is reused); returns the Kafka home."""
     return _resolve(kafka_home(version), kafka_artifacts(version), f"Kafka {version}", f"kafka_2.13-{version}.jar",
                     {f"config/{LOG4J2_FILE}": LOG4J2_CONFIG})
+
+
+def metrics_agent(version: str = JMX_EXPORTER_VERSION) -> Path:
+    """The Prometheus JMX exporter java agent (one shaded jar), fetched once: every Kafka node runs it."""
+    jar = f"jmx_prometheus_javaagent-{version}.jar"
+    home = _resolve(cache_root() / f"jmx-exporter-{version}",
+                    (("io.prometheus.jmx", "jmx_prometheus_javaagent", version),),
+                    f"the Prometheus JMX exporter {version}", jar)
+    return home / "libs" / jar
 
 
 #: Spark's Kafka source and sink; its dependencies (kafka-clients, commons-pool2, ...) come along.

@@ -17,6 +17,10 @@ SUPPORTED_KAFKA_VERSIONS = ("4.0", "4.1", "4.2", "4.3")
 #: Kafka 4.3 builds against SLF4J 1.7, so the binding is Log4j 2's SLF4J 1.x bridge.
 LOG4J_VERSION = "2.24.3"
 
+#: The Prometheus JMX exporter java agent every Kafka node runs (io.prometheus.jmx:jmx_prometheus_javaagent): the
+#: newest Maven Central serves here (1.x is not served).
+JMX_EXPORTER_VERSION = "0.20.0"
+
 #: Debian release of the locally built base image (debootstrap) and its Java runtime package.
 DEBIAN_SUITE = "bookworm"
 JRE_PACKAGE = "openjdk-17-jre-headless"

@@ -62,6 +62,8 @@ class NodePaths:
 
     config_dir: str
     data_dir: str
+    #: The Prometheus JMX exporter agent's jar ("": the node runs without it).
+    metrics_agent: str = ""
 
     @property
     def keystore(self) -> str:

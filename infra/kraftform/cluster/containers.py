@@ -16,13 +16,16 @@ from dataclasses import dataclass, field
 
 from kraftform.cluster.config import Addressing, NodePaths
 from kraftform.cluster.render import ClusterSecrets, RenderedNode, format_args, render_cluster, server_args
-from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_PORT, Topology
+from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_ID_BASE, CONTROLLER_PORT, Topology
+from kraftform.monitoring.jmx import METRICS_PORT
 from kraftform.specset.model import ClusterSpec
 from kraftform.versions import KAFKA_VERSION
 
 CONFIG_DIR = "/etc/kraftform"
 DATA_DIR = "/var/lib/kafka/data"
 KAFKA_LIBS = "/opt/kafka/libs"
+#: The JMX exporter agent in the Kafka image.
+METRICS_AGENT = "/opt/kafka/metrics/jmx_prometheus_javaagent.jar"
 CONTAINER_UID = 1000
 FORMAT_ARGS = "format.args"
 
@@ -30,6 +33,7 @@ LOCAL_IMAGE = f"kraftform/kafka:{KAFKA_VERSION}"
 #: Labels on everything kraftform runs in Docker: the cluster it belongs to, and a node's name.
 LABEL_CLUSTER = "dev.kraftform.cluster"
 LABEL_NODE = "dev.kraftform.node"
+LABEL_ROLES = "dev.kraftform.roles"
 OFFICIAL_IMAGE = f"apache/kafka:{KAFKA_VERSION}"
 
 
@@ -115,7 +119,20 @@ def network_bootstrap(brokers: Iterable[str]) -> str:
 
 def bootstrap_servers(specs: tuple[ContainerSpec, ...], external_host: str) -> str:
     """What clients outside the Docker network connect to: every published broker port."""
-    return ",".join(f"{external_host}:{p.host_port}" for s in specs for p in s.ports)
+    return ",".join(f"{external_host}:{p.host_port}" for s in specs for p in s.ports
+                    if p.container_port != METRICS_PORT)
+
+
+def metrics_host_port(base_port: int, node_id: int) -> int:
+    """Where a node's metrics are published on this machine's loopback: from the external listener's base port
+    and the node id, so an added node moves nobody (brokers base+300+id, controllers base+400+id-1000)."""
+    return base_port + (400 + node_id - CONTROLLER_ID_BASE if node_id > CONTROLLER_ID_BASE else 300 + node_id)
+
+
+def metrics_endpoints(specs: tuple[ContainerSpec, ...]) -> dict[str, tuple[str, str]]:
+    """Node name -> (roles, host:port) of its published metrics."""
+    return {s.name: (s.labels.get(LABEL_ROLES, ""), f"{p.host_ip}:{p.host_port}") for s in specs for p in s.ports
+            if p.container_port == METRICS_PORT}
 
 
 def _command(r: RenderedNode, cluster_id: str) -> tuple[str, ...]:
@@ -127,7 +144,7 @@ def _command(r: RenderedNode, cluster_id: str) -> tuple[str, ...]:
         f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
         f"java {' '.join((*format_args(classpath, cluster_id, r.paths), *r.format_options))} "
         f"$(cat {CONFIG_DIR}/{FORMAT_ARGS}); fi; "
-        f"exec java {' '.join(server_args(r.node, r.paths, classpath))}"
+        f"exec java {' '.join(server_args(r.node, r.paths, classpath, '0.0.0.0'))}"
     )
     return ("sh", "-c", script)
 
@@ -142,7 +159,8 @@ def _healthcheck(r: RenderedNode) -> Healthcheck:
 
 def render_in_containers(topo: Topology, secrets: ClusterSecrets) -> tuple[RenderedNode, ...]:
     """Every node's files and settings as its container runs them."""
-    return render_cluster(topo, docker_addressing(topo), {n.name: NodePaths(CONFIG_DIR, DATA_DIR) for n in topo.nodes},
+    return render_cluster(topo, docker_addressing(topo), {n.name: NodePaths(CONFIG_DIR, DATA_DIR, METRICS_AGENT)
+                                                                   for n in topo.nodes},
                           secrets)
 
 
@@ -160,13 +178,16 @@ def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_
         files = tuple(ContainerFile(f"{CONFIG_DIR}/{f.relative_path}", f.content, f.mode, f.secret) for f in r.files)
         files += (ContainerFile(f"{CONFIG_DIR}/{FORMAT_ARGS}", " ".join(r.scram_args) + "\n", 0o600, True),)
         port = addr.external_port(topo, r.node)
+        # Metrics on loopback only, whatever host the brokers advertise: nothing else needs them.
+        metrics = PortBinding(METRICS_PORT, metrics_host_port(topo.cluster.security.external_listener.base_port,
+                                                             r.node.node_id))
         specs.append(ContainerSpec(
             name=r.node.name, hostname=r.node.name, image=image, command=_command(r, secrets.cluster_id),
             network=network, aliases=(r.node.name,), volume=volume_name(r.node.name), volume_path=DATA_DIR,
-            files=files, ports=(PortBinding(port, port, publish_ip(addr.external_host or "localhost")),)
-            if port is not None else (),
+            files=files, ports=((PortBinding(port, port, publish_ip(addr.external_host or "localhost")),)
+                                if port is not None else ()) + (metrics,),
             healthcheck=_healthcheck(r),
             labels={LABEL_CLUSTER: topo.cluster.name, LABEL_NODE: r.node.name,
-                    "dev.kraftform.roles": ",".join(r.node.roles)},
+                    LABEL_ROLES: ",".join(r.node.roles)},
         ))
     return tuple(specs)

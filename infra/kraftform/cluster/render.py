@@ -25,6 +25,7 @@ from kraftform.cluster.config import (
     secrets_properties,
 )
 from kraftform.cluster.topology import CONTROLLER_PORT, Node, Topology
+from kraftform.monitoring.jmx import METRICS_FILE, agent_option, exporter_config
 
 
 def new_cluster_id() -> str:
@@ -157,9 +158,12 @@ def format_args(classpath: str, cluster_id: str, paths: NodePaths) -> tuple[str,
             "--config", paths.server_properties, "--ignore-formatted")
 
 
-def server_args(node: Node, paths: NodePaths, classpath: str) -> tuple[str, ...]:
-    """The JVM arguments that start a node, for the local runtime and the containers alike."""
-    return (*java_options(node, paths), "-cp", classpath, "kafka.Kafka", paths.server_properties)
+def server_args(node: Node, paths: NodePaths, classpath: str, metrics_host: str = "") -> tuple[str, ...]:
+    """The JVM arguments that start a node, for the local runtime and the containers alike; with the metrics agent
+    serving on `metrics_host` when the paths name its jar."""
+    agent = (agent_option(paths.metrics_agent, metrics_host, paths.config_dir),) \
+        if paths.metrics_agent and metrics_host else ()
+    return (*java_options(node, paths), *agent, "-cp", classpath, "kafka.Kafka", paths.server_properties)
 
 
 def render_node(topo: Topology, node: Node, addr: Addressing, paths: NodePaths,
@@ -177,6 +181,7 @@ def render_node(topo: Topology, node: Node, addr: Addressing, paths: NodePaths,
         NodeFile("tls/ca.pem", secrets.ca.cert_pem),
         NodeFile("tls/node.pem", secrets.node_keys[node.name].keystore_pem, True),
         NodeFile(LOG4J2_FILE, LOG4J2_CONFIG),
+        NodeFile(METRICS_FILE, exporter_config()),
     )
     scram = ("--add-scram", f"{mech}=[name={topo.cluster.security.admin_user},password={secrets.admin_password}]")
     release = topo.cluster.metadata_version

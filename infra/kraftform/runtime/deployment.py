@@ -4,6 +4,7 @@
     STATE_DIR/admin.properties      Java admin client config (0600: holds the admin password)
     STATE_DIR/admin.librdkafka.conf librdkafka admin config for kcat and confluent-kafka (0600)
     STATE_DIR/ca.pem                the cluster's CA certificate
+    STATE_DIR/metrics.json          each node's Prometheus endpoint (host:port) and roles, for scrapers
     STATE_DIR/secrets.json          the CA key, node keys, cluster id and passwords (0600): what adding a
                                     node or rendering a node's new configuration needs
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -192,6 +194,16 @@ def reshaped(state_dir: Path, cluster: ClusterSpec, bootstrap: str) -> None:
     deployment.bootstrap, deployment.brokers = bootstrap, cluster.brokers
     deployment.kafka_version = cluster.kafka_version
     save(state_dir, deployment)
+
+
+METRICS_ENDPOINTS = "metrics.json"
+
+
+def write_endpoints(state_dir: Path, endpoints: Mapping[str, tuple[str, str]]) -> None:
+    """Node name -> (roles, host:port) where its metrics are served, beside the client files."""
+    listed = [{"node": name, "roles": roles, "address": address}
+              for name, (roles, address) in sorted(endpoints.items())]
+    (state_dir / METRICS_ENDPOINTS).write_text(json.dumps(listed, indent=2) + "\n")
 
 
 def admin_config(state_dir: Path) -> Connection:

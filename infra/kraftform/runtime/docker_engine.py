@@ -25,6 +25,7 @@ from kraftform.cluster.containers import (
     docker_addressing,
     in_containers,
     kafka_image,
+    metrics_endpoints,
     render_in_containers,
     volume_name,
 )
@@ -115,6 +116,7 @@ class DockerRuntime:
                 [dep.started(r, cluster.kafka_version, r.node.name) for r in render_in_containers(topo, secrets)],
                 {"network": specs[0].network, "image": self._image(cluster.kafka_version)})
             dep.save(self.state_dir, deployment)
+            dep.write_endpoints(self.state_dir, metrics_endpoints(specs))
         return wait_healthy(dep.admin_config(self.state_dir), cluster.brokers, timeout)
 
     # --- what a roll and a resize do to single nodes (`runtime.rolling.Nodes`) ---------------------------
@@ -203,6 +205,7 @@ class DockerRuntime:
         cluster = in_containers(cluster)
         specs = container_specs(topology(cluster), dep.load_secrets(self.state_dir), self._image(cluster.kafka_version))
         dep.reshaped(self.state_dir, cluster, bootstrap_servers(specs, cluster.security.external_listener.host))
+        dep.write_endpoints(self.state_dir, metrics_endpoints(specs))
 
     def kill_node(self, name: str, signal: str = "SIGKILL") -> None:
         container = self.client.containers.get(dep.load(self.state_dir).node(name).handle)

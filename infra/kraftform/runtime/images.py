@@ -25,15 +25,24 @@ import docker
 from docker.errors import APIError, BuildError, ImageNotFound
 
 import kraftform
-from kraftform.artifacts import connector_home, ensure_kafka
-from kraftform.cluster.containers import CONTAINER_UID, KAFKA_LIBS, kafka_image
+from kraftform.artifacts import connector_home, ensure_kafka, metrics_agent
+from kraftform.cluster.containers import CONTAINER_UID, KAFKA_LIBS, METRICS_AGENT, kafka_image
 from kraftform.errors import EnvironmentMissing
 from kraftform.spark.containers import SPARK_CACHE, SPARK_HOME_DIR, SPARK_VENV, WORK_DIR
-from kraftform.versions import DEBIAN_SUITE, JRE_PACKAGE, KAFKA_VERSION, KCAT_SUITE, SPARK_VERSION
+from kraftform.versions import (
+    DEBIAN_SUITE,
+    JMX_EXPORTER_VERSION,
+    JRE_PACKAGE,
+    KAFKA_VERSION,
+    KCAT_SUITE,
+    SPARK_VERSION,
+)
 
 BASE_IMAGE = f"kraftform/debian:{DEBIAN_SUITE}"
 KCAT_IMAGE = f"kraftform/kcat:{KCAT_SUITE}"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
+#: A digest of the Dockerfile an image was built from: a changed recipe builds the image again.
+RECIPE_LABEL = "dev.kraftform.recipe"
 
 KAFKA_DOCKERFILE = f"""\
 FROM {BASE_IMAGE}
@@ -44,6 +53,7 @@ RUN apt-get update \\
  && mkdir -p {KAFKA_LIBS} /var/lib/kafka/data /etc/kraftform \\
  && chown -R {CONTAINER_UID}:{CONTAINER_UID} /var/lib/kafka /etc/kraftform
 COPY libs/ {KAFKA_LIBS}/
+COPY metrics/ /opt/kafka/metrics/
 USER {CONTAINER_UID}:{CONTAINER_UID}
 WORKDIR /opt/kafka
 LABEL dev.kraftform.kafka-version="{{version}}"
@@ -116,16 +126,35 @@ def build_kcat(client: docker.DockerClient, log: list[str]) -> str:
     return KCAT_IMAGE
 
 
+def _recipe_of(client: docker.DockerClient, tag: str) -> str | None:
+    try:
+        return str((client.images.get(tag).labels or {}).get(RECIPE_LABEL, ""))
+    except ImageNotFound:
+        return None
+
+
 def build_kafka(client: docker.DockerClient, log: list[str], version: str = KAFKA_VERSION) -> str:
+    """The Kafka image of `version`; one built from an earlier recipe (before the metrics agent, say) is built
+    again, so a cluster started afterwards never runs without what the recipe now adds."""
     tag = kafka_image(version)
-    if _exists(client, tag):
+    dockerfile = KAFKA_DOCKERFILE.replace("{version}", version)
+    recipe = hashlib.sha256(f"{dockerfile}{JMX_EXPORTER_VERSION}".encode()).hexdigest()[:12]
+    dockerfile += f'LABEL {RECIPE_LABEL}="{recipe}"\n'
+    found = _recipe_of(client, tag)
+    if found == recipe:
         log.append(f"{tag}: present")
         return tag
     build_base(client, log)
-    home = ensure_kafka(version)
-    _build(client, tag, KAFKA_DOCKERFILE.replace("{version}", version),
-           lambda context: shutil.copytree(home / "libs", context / "libs"))
-    log.append(f"{tag}: built (Kafka {version}, {JRE_PACKAGE})")
+    home, agent = ensure_kafka(version), metrics_agent()
+
+    def fill(context: Path) -> None:
+        shutil.copytree(home / "libs", context / "libs")
+        (context / "metrics").mkdir()
+        shutil.copy(agent, context / "metrics" / Path(METRICS_AGENT).name)
+
+    _build(client, tag, dockerfile, fill)
+    log.append(f"{tag}: built (Kafka {version}, {JRE_PACKAGE}, JMX exporter {JMX_EXPORTER_VERSION})"
+               + (" again: its recipe changed" if found is not None else ""))
     return tag
 
 

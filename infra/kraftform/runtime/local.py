@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from kraftform.artifacts import ensure_kafka
+from kraftform.artifacts import ensure_kafka, metrics_agent
 from kraftform.cluster.config import Addressing, NodePaths
 from kraftform.cluster.render import (
     ClusterSecrets,
@@ -30,6 +30,7 @@ from kraftform.cluster.render import (
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_ID_BASE, Node, Role, Topology, topology
 from kraftform.errors import ClusterUnhealthy, EnvironmentMissing
 from kraftform.kafka.health import ClusterHealth, wait_healthy
+from kraftform.monitoring.jmx import METRICS_PORT
 from kraftform.plan.nodes import NodePlan, node_plan
 from kraftform.runtime import deployment as dep
 from kraftform.specset.model import DEFAULT_BROKER_HEAP, DEFAULT_CONTROLLER_HEAP, ClusterSpec
@@ -43,18 +44,26 @@ def loopback_base(state_dir: Path) -> str:
     return f"127.{20 + digest[0] % 200}."
 
 
-def local_addressing(topo: Topology, state_dir: Path) -> Addressing:
+def local_host(node_id: int, state_dir: Path) -> str:
     """From the node id, never its position, so an added node moves nobody: brokers (and combined nodes) on
     127.A.0.<id>, dedicated controllers on 127.A.1.<id - 1000>."""
     base = loopback_base(state_dir)
-    hosts = {n.name: (f"{base}1.{n.node_id - CONTROLLER_ID_BASE}" if n.node_id > CONTROLLER_ID_BASE
-                      else f"{base}0.{n.node_id}") for n in topo.nodes}
+    return f"{base}1.{node_id - CONTROLLER_ID_BASE}" if node_id > CONTROLLER_ID_BASE else f"{base}0.{node_id}"
+
+
+def local_addressing(topo: Topology, state_dir: Path) -> Addressing:
+    hosts = {n.name: local_host(n.node_id, state_dir) for n in topo.nodes}
     return Addressing(advertised=hosts, bind=hosts, external_host=None)
 
 
 def local_bootstrap(topo: Topology, state_dir: Path) -> str:
     addr = local_addressing(topo, state_dir)
     return ",".join(f"{addr.advertised[n.name]}:{CLIENT_PORT}" for n in topo.brokers)
+
+
+def local_endpoints(topo: Topology, state_dir: Path) -> dict[str, tuple[str, str]]:
+    """Each node's metrics, on its own loopback address."""
+    return {n.name: (",".join(n.roles), f"{local_host(n.node_id, state_dir)}:{METRICS_PORT}") for n in topo.nodes}
 
 
 def java_binary() -> str:
@@ -78,7 +87,7 @@ class LocalRuntime:
         return self.state_dir / "nodes" / name
 
     def _node_paths(self, name: str) -> NodePaths:
-        return NodePaths(str(self.node_dir(name) / "config"), str(self.node_dir(name) / "data"))
+        return NodePaths(str(self.node_dir(name) / "config"), str(self.node_dir(name) / "data"), str(metrics_agent()))
 
     def _write(self, rendered: RenderedNode) -> None:
         config = Path(rendered.paths.config_dir)
@@ -113,7 +122,8 @@ class LocalRuntime:
         node = Node(record.node_id, record.name, roles, heap_bytes=heap)
         paths = self._node_paths(node.name)
         log = open(self.node_dir(node.name) / LOG_FILE, "ab")  # noqa: SIM115 - handed to the child
-        cmd = [java_binary(), *server_args(node, paths, _classpath(record.kafka_version or kafka_version))]
+        cmd = [java_binary(), *server_args(node, paths, _classpath(record.kafka_version or kafka_version),
+                                           local_host(node.node_id, self.state_dir))]
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=self.node_dir(node.name))
         log.close()
@@ -159,6 +169,7 @@ class LocalRuntime:
             for record in deployment.nodes:
                 self._start(record, cluster.kafka_version)
             dep.save(self.state_dir, deployment)
+        dep.write_endpoints(self.state_dir, local_endpoints(topo, self.state_dir))
         return wait_healthy(dep.admin_config(self.state_dir), cluster.brokers, timeout)
 
     def node_plan(self, cluster: ClusterSpec) -> NodePlan | None:
@@ -264,6 +275,7 @@ class LocalRuntime:
     def set_bootstrap(self, cluster: ClusterSpec) -> None:
         """After brokers were added or removed: the client files list the brokers that now run."""
         dep.reshaped(self.state_dir, cluster, local_bootstrap(topology(cluster), self.state_dir))
+        dep.write_endpoints(self.state_dir, local_endpoints(topology(cluster), self.state_dir))
 
     def _wait_gone(self, record: dep.NodeRecord, timeout: float) -> bool:
         try:

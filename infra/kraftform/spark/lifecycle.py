@@ -8,6 +8,7 @@ and the run ends normally: one line, no trace.
 
 from __future__ import annotations
 
+import json
 import signal
 import tempfile
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ from typing import Any
 
 from kraftform.cluster.connection import Connection
 from kraftform.kafka.clients import check_read_access
+from kraftform.monitoring.scrape import spark_target
 from kraftform.spark.checkpoint import prepare
 from kraftform.spark.job import (
     explain_failure,
@@ -79,12 +81,29 @@ def run_consumer(consumer: ConsumerSpec, settings: JobSettings, connection: Conn
     stopping: list[int] = []
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda number, _frame: stopping.append(number))
+    announced = announce_metrics(spark, consumer, data_dir)
     try:
         query = _start(spark, consumer, settings, connection, where, meta, log, available_now)
         run_until_stopped(query, consumer, log, lambda: bool(stopping), heartbeat=heartbeat)
     finally:
+        if announced is not None:
+            announced.unlink(missing_ok=True)
         spark.stop()
     return bool(stopping)
+
+
+def announce_metrics(spark: Any, consumer: ConsumerSpec, data_dir: Path) -> Path | None:
+    """Where this run's driver serves its Prometheus metrics, in a file Prometheus discovers targets from
+    (`data_dir/prometheus/<consumer>.json`; `kraftform monitoring up` watches it); removed when the run ends."""
+    url = spark.sparkContext.uiWebUrl
+    if not url:
+        return None
+    path = data_dir / "prometheus" / f"{consumer.name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staged = path.with_suffix(".tmp")
+    staged.write_text(json.dumps(spark_target(consumer.name, url.split("://", 1)[-1].rstrip("/"))))
+    staged.rename(path)  # Prometheus never reads half a file
+    return path
 
 
 def _start(spark: Any, consumer: ConsumerSpec, *args: Any) -> Any:

@@ -35,6 +35,18 @@ class SettingsError(ValueError):
     """The consumer cannot run as declared; the message says what to change."""
 
 
+#: Spark's own Prometheus support: the driver's metrics, streaming queries' input and processing rates and
+#: batch durations among them, at the UI's /metrics/prometheus; one namespace, so names do not carry the
+#: application id, which changes every run.
+SPARK_METRICS = {
+    "spark.sql.streaming.metricsEnabled": "true",
+    "spark.metrics.namespace": "kraftform",
+    "spark.metrics.conf.*.sink.prometheusServlet.class": "org.apache.spark.metrics.sink.PrometheusServlet",
+    "spark.metrics.conf.*.sink.prometheusServlet.path": "/metrics/prometheus",
+    "spark.ui.prometheus.enabled": "true",
+}
+
+
 @dataclass(frozen=True)
 class Trigger:
     kind: Literal["processing_time", "realtime"]
@@ -159,7 +171,7 @@ def job_settings(consumer: ConsumerSpec, specs: SpecSet) -> JobSettings:
     shuffle = max(1, min(2 * consumer.cores, partitions))
     conf = {"spark.sql.shuffle.partitions": str(shuffle), "spark.redaction.regex": REDACTION,
             "spark.sql.redaction.options.regex": OPTIONS_REDACTION, "spark.sql.session.timeZone": "UTC",
-            "spark.ui.showConsoleProgress": "false"}
+            "spark.ui.showConsoleProgress": "false", **SPARK_METRICS}
     conf.update({k: v for k, v in spark.items() if k.startswith("spark.")})
     if facts.stateful:
         notes.append(f"state in {conf['spark.sql.shuffle.partitions']} shuffle partitions (fixed by the first "

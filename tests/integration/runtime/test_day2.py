@@ -8,103 +8,23 @@ The tests run in order on one cluster per runtime, each leaving it matching its 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import subprocess
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, cast
 
 import pytest
-import yaml
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
-from kraftform.declared import load_specs
-from kraftform.runtime import Runtime, get_runtime
 from kraftform.runtime.deployment import admin_config, load
-from kraftform.runtime.rolling import Nodes
 from kraftform.runtime.tools import CONFIGS, VERIFIABLE_PRODUCER, kafka_tool_command, run_kafka_tool
 from kraftform.verification.toolout import ProducerLog, events
 
-from ..conftest import clear_leftovers
-
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "cluster" / "cluster.yaml"
-
-
-@dataclass
-class Day2:
-    specs: Path
-    state: Path
-    runtime: Runtime
-
-    def edit(self, **changes: object) -> None:
-        """Change the cluster section of the specs, as a user edits cluster.yaml."""
-        doc = yaml.safe_load((self.specs / "cluster.yaml").read_text())
-        for key, value in changes.items():
-            if value is None:
-                doc["cluster"].pop(key, None)
-            else:
-                doc["cluster"][key] = value
-        (self.specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
-
-    def kraftform(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([shutil.which("kraftform") or "kraftform", *args, str(self.specs), "--state-dir",
-                               str(self.state)], capture_output=True, text=True, timeout=900, check=False)
-
-    def pids(self) -> dict[str, str]:
-        """Each node's process id (local) or container id and start time (Docker): a restart changes it."""
-        nodes = cast(Nodes, self.runtime)
-        return {n.name: nodes.process_id(n.name) for n in load(self.state).nodes}
-
-    @property
-    def admin(self) -> AdminClient:
-        return AdminClient(admin_config(self.state).librdkafka())
-
-    def placement(self) -> tuple[Counter[int], Counter[int], int]:
-        """Replicas and leaders per broker, and offline partitions, over every topic."""
-        replicas: Counter[int] = Counter()
-        leaders: Counter[int] = Counter()
-        offline = 0
-        admin = self.admin
-        for topic in admin.list_topics(timeout=10).topics.values():
-            for p in topic.partitions.values():
-                replicas.update(p.replicas)
-                leaders[p.leader] += 1
-                offline += p.leader < 0
-        return replicas, leaders, offline
-
-
-@contextlib.contextmanager
-def own_cluster(base: Path, runtime_name: str, **cluster: Any) -> Iterator[Day2]:
-    """A cluster of the test fixture's shape with `cluster`'s fields over it, in specs and a state directory of its
-    own under `base`; purged at the end."""
-    specs = base / "specs"
-    specs.mkdir()
-    doc = yaml.safe_load(FIXTURE.read_text())
-    doc["cluster"] |= cluster
-    # Published ports of their own: the session's shared Docker cluster uses the fixture's.
-    doc["cluster"]["security"]["external_listener"]["base_port"] = 39092
-    (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
-    if runtime_name == "docker":
-        from kraftform.runtime.engine import docker_client
-        from kraftform.runtime.images import build_kafka
-
-        client = docker_client()
-        build_kafka(client, [])
-        clear_leftovers(client, doc["cluster"]["name"])
-    runtime = get_runtime(runtime_name, base / "state")
-    runtime.up(load_specs(specs).cluster, timeout=300)
-    try:
-        yield Day2(specs, base / "state", runtime)
-    finally:
-        runtime.down(purge=True)
+from .conftest import Day2, own_cluster
 
 
 @pytest.fixture(scope="module", params=["local", "docker"])

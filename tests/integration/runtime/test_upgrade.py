@@ -16,7 +16,8 @@ from kraftform.kafka.admin import Requests, kafka_python_admin
 from kraftform.kafka_features import RELEASE_FEATURES
 from kraftform.runtime.deployment import admin_config, load
 
-from .test_day2 import Day2, Producer, own_cluster, read_values
+from .conftest import Day2, own_cluster
+from .test_day2 import Producer, read_values
 
 OLD = "4.2.1"
 

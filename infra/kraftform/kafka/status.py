@@ -1,0 +1,122 @@
+"""One look at a cluster for `kraftform status` and the lag exporter: brokers, the quorum, the declared topics'
+partitions and min.insync.replicas, declared consumers' positions and the end offsets they are measured against.
+
+A handful of requests whatever the cluster's size: one DescribeCluster, one Metadata, DescribeConfigs in
+batches, one DescribeQuorum, one ListOffsets, one OffsetFetch per declared consumer group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
+
+from kraftform.cluster.connection import Connection
+from kraftform.cluster.topology import topology
+from kraftform.errors import KraftformError
+from kraftform.kafka.admin import Admin, batches
+from kraftform.kafka.gates import read_quorum
+from kraftform.kafka.observe import CONFIG_BATCH
+from kraftform.monitoring.status import ConsumerPosition, Observed, Partition, Status, assess, lag_limit
+from kraftform.specset.model import SpecSet
+
+MIN_ISR = "min.insync.replicas"
+T = TypeVar("T")
+
+
+def declared_groups(specs: SpecSet) -> tuple[str, ...]:
+    """Consumer groups the specs name: every literal group an ACL grants (a prefix names no group)."""
+    return tuple(sorted({a.resource_name for a in specs.acls
+                         if a.resource_type == "group" and a.pattern_type == "literal" and a.resource_name != "*"}))
+
+
+#: Seconds each request may take: a probe answers within seconds even when a broker has just died and a request
+#: that went to it must be given up.
+REQUEST_S = 5.0
+
+
+def _min_isr(admin: Admin, topics: Sequence[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for batch in batches(list(topics), CONFIG_BATCH):
+        futures = admin.client.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in batch],
+                                                request_timeout=REQUEST_S)
+        for resource, future in futures.items():
+            entry = admin.wait(future, f"describe configs of topic {resource.name!r}", REQUEST_S).get(MIN_ISR)
+            if entry is not None and entry.value is not None:
+                found[resource.name] = int(entry.value)
+    return found
+
+
+def _group_positions(admin: Admin, group: str) -> dict[tuple[str, int], int] | None:
+    futures = admin.client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
+                                                       request_timeout=REQUEST_S)
+    result = admin.wait(futures[group], f"fetch the offsets of group {group!r}", REQUEST_S)
+    positions = {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions or [] if tp.offset >= 0}
+    return positions or None
+
+
+def _end_offsets(admin: Admin, wanted: Sequence[TopicPartition]) -> dict[tuple[str, int], int]:
+    if not wanted:
+        return {}
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    futures = admin.client.list_offsets(dict.fromkeys(wanted, latest), request_timeout=REQUEST_S)
+    return {(tp.topic, tp.partition): admin.wait(f, "list offsets", REQUEST_S).offset for tp, f in futures.items()}
+
+
+def observe_status(connection: Connection, specs: SpecSet, data_dir: Path | None) -> Observed:
+    """Everything `monitoring.status.assess` judges. An unreachable cluster or a refused login raises (the
+    Admin client names the cause within seconds); a part that cannot be read (the quorum, a topic's configs,
+    offsets on a partition whose leader just died) is reported as such, never waited on for long."""
+    from kraftform.spark.job import placement
+
+    admin = Admin(connection)
+    # One Metadata read: the brokers it lists are the registered, unfenced ones (DescribeCluster could go to a
+    # broker that has just died and wait for it).
+    metadata = admin.metadata(timeout=10.0)
+    unread: list[str] = []
+
+    def attempt(what: str, read: Callable[[], T]) -> T | None:
+        try:
+            return read()
+        except (KraftformError, KafkaException, OSError) as exc:
+            unread.append(f"{what}: {str(exc)[:300]}")
+            return None
+
+    declared = [t.name for t in specs.topics]
+    partitions = tuple(Partition(name, p.id, tuple(p.replicas), tuple(p.isrs), p.leader)
+                       for name in declared if name in metadata.topics
+                       for p in metadata.topics[name].partitions.values())
+    existing = [t for t in declared if t in metadata.topics]
+    min_isr = attempt("min.insync.replicas of the declared topics", lambda: _min_isr(admin, existing)) or {}
+    quorum = attempt("the controller quorum", lambda: read_quorum(connection))
+    consumers = [ConsumerPosition(c.name, "spark", tuple(c.topics),
+                                  _spark_positions(placement(c, data_dir).checkpoint)
+                                  if data_dir is not None else None, lag_limit(c.profile))
+                 for c in specs.consumers]
+    for group in declared_groups(specs):
+        positions = attempt(f"the offsets of consumer group {group}", partial(_group_positions, admin, group))
+        topics = tuple(sorted({t for t, _ in positions})) if positions else ()
+        consumers.append(ConsumerPosition(group, "group", topics, positions, lag_limit(None)))
+    wanted = [TopicPartition(t, p) for t in sorted({t for c in consumers for t in c.topics})
+              if t in metadata.topics for p in metadata.topics[t].partitions]
+    ends = attempt("the end offsets of the consumers' topics", lambda: _end_offsets(admin, wanted)) or {}
+    return Observed(tuple(sorted(metadata.brokers)), quorum.leader if quorum else -1,
+                    dict(quorum.behind_ms) if quorum else {}, partitions, min_isr, tuple(consumers), ends,
+                    tuple(unread))
+
+
+def status_of(specs: SpecSet, connection: Connection, data_dir: Path | None) -> Status:
+    """One look at the cluster, judged against the specs."""
+    declared = {t.name: int(t.config.get(MIN_ISR, 1)) for t in specs.topics}
+    return assess(topology(specs.cluster), declared, observe_status(connection, specs, data_dir))
+
+
+def _spark_positions(checkpoint: Path) -> dict[tuple[str, int], int] | None:
+    from kraftform.spark.checkpoint import committed_offsets
+
+    done = committed_offsets(checkpoint) if checkpoint.is_dir() else None
+    return done[1] if done is not None else None

@@ -1,0 +1,209 @@
+"""`kraftform status`'s verdict: what a cluster was seen doing, judged against what the specs declare. Pure.
+
+Every problem is one sentence naming the node, topic or consumer it is about, so a cron job or a CI probe that
+reads only the exit code and the first lines still knows where to look. Lag limits come from the consumer's
+profile: a latency pipeline is behind long before a throughput one is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kraftform.cluster.topology import Topology
+
+#: Records a consumer may be behind before `status` (and the lag alert) says so, by profile: about the records
+#: such a consumer reads in a few seconds at the rates docs/benchmarks.md measured.
+LAG_LIMITS: Mapping[str, int] = {"latency": 1_000, "balanced": 10_000, "durability": 10_000, "throughput": 100_000}
+DEFAULT_LAG_LIMIT = 10_000
+#: A voter whose last catch-up with the leader is older than this is behind (Kafka's fetch timeout is 2 s;
+#: a scrape-friendly margin above it).
+VOTER_BEHIND_MS = 5_000
+
+TopicPartition = tuple[str, int]
+
+
+def lag_limit(profile: str | None) -> int:
+    return LAG_LIMITS.get(profile or "", DEFAULT_LAG_LIMIT)
+
+
+@dataclass(frozen=True)
+class Partition:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+
+
+@dataclass(frozen=True)
+class ConsumerPosition:
+    """Where a declared consumer is: a consumer group's committed offsets, or a Spark consumer's checkpoint."""
+
+    name: str
+    kind: str  # "spark" or "group"
+    topics: tuple[str, ...]
+    #: Next offset to read per partition; None: never started (no checkpoint, no committed offsets).
+    positions: Mapping[TopicPartition, int] | None
+    limit: int
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What one look at the cluster found (kafka.status gathers it)."""
+
+    brokers: tuple[int, ...]
+    #: The quorum leader (in KRaft, the active controller) and each voter's catch-up delay (ms); empty when
+    #: DescribeQuorum failed.
+    quorum_leader: int
+    voters_behind_ms: Mapping[int, int]
+    partitions: tuple[Partition, ...]
+    min_isr: Mapping[str, int]
+    consumers: tuple[ConsumerPosition, ...]
+    end_offsets: Mapping[TopicPartition, int]
+    #: What could not be read, with why (a lag without end offsets is unknown, not zero).
+    unread: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TopicStatus:
+    name: str
+    partitions: int
+    under_replicated: tuple[int, ...]
+    under_min_isr: tuple[int, ...]
+    offline: tuple[int, ...]
+    missing: bool = False
+
+
+@dataclass(frozen=True)
+class ConsumerStatus:
+    name: str
+    kind: str
+    lag: int | None
+    limit: int
+    partitions: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Status:
+    cluster: str
+    brokers: tuple[int, ...]
+    declared_brokers: tuple[int, ...]
+    controllers: tuple[int, ...]
+    declared_controllers: tuple[int, ...]
+    quorum_leader: int
+    topics: tuple[TopicStatus, ...]
+    consumers: tuple[ConsumerStatus, ...]
+    problems: tuple[str, ...]
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+
+def _ids(ids: object) -> str:
+    return ", ".join(str(i) for i in sorted(ids))  # type: ignore[call-overload]
+
+
+def _nodes(topo: Topology, seen: Observed) -> list[str]:
+    problems = []
+    declared = {n.node_id for n in topo.brokers}
+    missing = sorted(declared - set(seen.brokers))
+    if missing:
+        names = ", ".join(f"{n.name} (node {n.node_id})" for n in topo.brokers if n.node_id in missing)
+        problems.append(f"broker{'s' if len(missing) > 1 else ''} {names} not registered: "
+                        f"{len(seen.brokers)} of {len(declared)} declared brokers up")
+    extra = sorted(set(seen.brokers) - declared)
+    if extra:
+        problems.append(f"broker{'s' if len(extra) > 1 else ''} {_ids(extra)} registered but not declared")
+    problems += [f"could not read {what}" for what in seen.unread]
+    if not seen.voters_behind_ms:
+        return problems
+    if seen.quorum_leader < 0:
+        problems.append("the controller quorum has no leader")
+    behind = {v: ms for v, ms in seen.voters_behind_ms.items() if ms > VOTER_BEHIND_MS}
+    for voter, ms in sorted(behind.items()):
+        name = next((n.name for n in topo.controllers if n.node_id == voter), f"node {voter}")
+        since = "never" if ms >= 2**31 else f"{ms / 1000:.0f} s ago"
+        problems.append(f"controller {name} (voter {voter}) is not caught up with the quorum leader "
+                        f"{seen.quorum_leader}: last caught up {since} (down or behind)")
+    voters = set(seen.voters_behind_ms)
+    if len(voters) - len(behind) < len(voters) // 2 + 1:
+        problems.append(f"only {len(voters) - len(behind)} of {len(voters)} voters are caught up: the quorum has "
+                        f"lost its majority and metadata cannot change")
+    declared_controllers = {n.node_id for n in topo.controllers}
+    if declared_controllers and voters and voters != declared_controllers:
+        problems.append(f"the quorum's voters ({_ids(voters)}) are not the declared controllers "
+                        f"({_ids(declared_controllers)})")
+    return problems
+
+
+def _topics(declared: Mapping[str, int], seen: Observed) -> tuple[list[TopicStatus], list[str]]:
+    by_topic: dict[str, list[Partition]] = {}
+    for p in seen.partitions:
+        by_topic.setdefault(p.topic, []).append(p)
+    topics, problems = [], []
+    for name, default_min in sorted(declared.items()):
+        parts = sorted(by_topic.get(name, []), key=lambda p: p.partition)
+        if not parts:
+            topics.append(TopicStatus(name, 0, (), (), (), missing=True))
+            problems.append(f"topic {name} is declared but does not exist (kraftform apply creates it)")
+            continue
+        minimum = seen.min_isr.get(name, default_min)
+        offline = tuple(p.partition for p in parts if p.leader < 0)
+        under = tuple(p.partition for p in parts if p.leader >= 0 and len(p.isr) < len(p.replicas))
+        under_min = tuple(p.partition for p in parts if p.leader >= 0 and len(p.isr) < minimum)
+        topics.append(TopicStatus(name, len(parts), under, under_min, offline))
+        if offline:
+            problems.append(f"topic {name}: {len(offline)} partition(s) offline, no leader "
+                            f"({_ids(offline)}): nobody can read or write them")
+        if under_min:
+            problems.append(f"topic {name}: {len(under_min)} partition(s) below min.insync.replicas={minimum} "
+                            f"({_ids(under_min)}): acks=all producers are refused")
+        if under:
+            problems.append(f"topic {name}: {len(under)} partition(s) under-replicated ({_ids(under)})")
+    return topics, problems
+
+
+def _consumers(seen: Observed) -> tuple[list[ConsumerStatus], list[str]]:
+    statuses, problems = [], []
+    for c in seen.consumers:
+        if c.positions is None or not seen.end_offsets:
+            statuses.append(ConsumerStatus(c.name, c.kind, None, c.limit))
+            continue
+        lags = {f"{t}[{p}]": max(0, end - c.positions.get((t, p), 0))
+                for (t, p), end in sorted(seen.end_offsets.items()) if t in c.topics}
+        lag = sum(lags.values())
+        statuses.append(ConsumerStatus(c.name, c.kind, lag, c.limit, lags))
+        if lag > c.limit:
+            what = "Spark consumer" if c.kind == "spark" else "consumer group"
+            problems.append(f"{what} {c.name} is {lag:,} records behind on {', '.join(c.topics)} "
+                            f"(its limit: {c.limit:,})")
+    return statuses, problems
+
+
+def assess(topo: Topology, declared_topics: Mapping[str, int], seen: Observed) -> Status:
+    """The cluster as seen against the specs; `declared_topics` maps each declared topic to the
+    min.insync.replicas it should have when the broker did not say."""
+    topics, topic_problems = _topics(declared_topics, seen)
+    consumers, consumer_problems = _consumers(seen)
+    return Status(topo.cluster.name, tuple(sorted(seen.brokers)), tuple(n.node_id for n in topo.brokers),
+                  tuple(sorted(seen.voters_behind_ms)), tuple(n.node_id for n in topo.controllers),
+                  seen.quorum_leader, tuple(topics), tuple(consumers),
+                  tuple(_nodes(topo, seen) + topic_problems + consumer_problems))
+
+
+def render_text(status: Status) -> str:
+    lines = [f"cluster {status.cluster}: {'healthy' if status.healthy else 'NOT healthy'}",
+             f"brokers: {len(status.brokers)} of {len(status.declared_brokers)} declared registered "
+             f"({_ids(status.brokers) or 'none'})",
+             f"controllers: {len(status.controllers)} of {len(status.declared_controllers)} declared voting "
+             f"({_ids(status.controllers) or 'unknown'}), active controller (quorum leader) {status.quorum_leader}"]
+    healthy_topics = sum(1 for t in status.topics if not (t.missing or t.offline or t.under_replicated
+                                                          or t.under_min_isr))
+    lines.append(f"topics: {healthy_topics} of {len(status.topics)} declared fully replicated")
+    for c in status.consumers:
+        lag = "not started" if c.lag is None else f"lag {c.lag:,} records (limit {c.limit:,})"
+        lines.append(f"{'Spark consumer' if c.kind == 'spark' else 'consumer group'} {c.name}: {lag}")
+    lines += [f"PROBLEM: {p}" for p in status.problems]
+    return "\n".join(lines)

@@ -73,7 +73,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "units", "versions", "waiting", "tables", "topic_configs", "kafka_configs", "server_configs",
                "kafka_features"}),
     frozenset({"specset"}),
-    frozenset({"cluster", "lint"}),
+    frozenset({"cluster", "lint", "monitoring"}),
     frozenset({"artifacts", "plan"}),
     frozenset({"kafka"}),
     frozenset({"spark"}),

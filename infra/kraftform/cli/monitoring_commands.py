@@ -74,8 +74,8 @@ def connection_of(args: argparse.Namespace) -> Connection:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from kraftform.kafka.status import status_of
     from kraftform.monitoring.status import render_text
+    from kraftform.runtime.status import status_of
 
     specs = load_specs(args.specs_dir)
     connection = connection_of(args)

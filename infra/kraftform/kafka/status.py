@@ -7,21 +7,19 @@ batches, one DescribeQuorum, one ListOffsets, one OffsetFetch per declared consu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from pathlib import Path
 from typing import TypeVar
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
 
 from kraftform.cluster.connection import Connection
-from kraftform.cluster.topology import topology
 from kraftform.errors import KraftformError
 from kraftform.kafka.admin import Admin, batches
 from kraftform.kafka.gates import read_quorum
 from kraftform.kafka.observe import CONFIG_BATCH
-from kraftform.monitoring.status import ConsumerPosition, Observed, Partition, Status, assess, lag_limit
+from kraftform.monitoring.status import ConsumerPosition, Observed, Partition, lag_limit
 from kraftform.specset.model import SpecSet
 
 MIN_ISR = "min.insync.replicas"
@@ -67,12 +65,12 @@ def _end_offsets(admin: Admin, wanted: Sequence[TopicPartition]) -> dict[tuple[s
     return {(tp.topic, tp.partition): admin.wait(f, "list offsets", REQUEST_S).offset for tp, f in futures.items()}
 
 
-def observe_status(connection: Connection, specs: SpecSet, data_dir: Path | None) -> Observed:
+def observe_status(connection: Connection, specs: SpecSet,
+                   spark_positions: Mapping[str, Mapping[tuple[str, int], int] | None]) -> Observed:
     """Everything `monitoring.status.assess` judges. An unreachable cluster or a refused login raises (the
     Admin client names the cause within seconds); a part that cannot be read (the quorum, a topic's configs,
-    offsets on a partition whose leader just died) is reported as such, never waited on for long."""
-    from kraftform.spark.job import placement
-
+    offsets on a partition whose leader just died) is reported as such, never waited on for long.
+    `spark_positions`: each Spark consumer's checkpointed offsets (None: not started)."""
     admin = Admin(connection)
     # One Metadata read: the brokers it lists are the registered, unfenced ones (DescribeCluster could go to a
     # broker that has just died and wait for it).
@@ -93,10 +91,8 @@ def observe_status(connection: Connection, specs: SpecSet, data_dir: Path | None
     existing = [t for t in declared if t in metadata.topics]
     min_isr = attempt("min.insync.replicas of the declared topics", lambda: _min_isr(admin, existing)) or {}
     quorum = attempt("the controller quorum", lambda: read_quorum(connection))
-    consumers = [ConsumerPosition(c.name, "spark", tuple(c.topics),
-                                  _spark_positions(placement(c, data_dir).checkpoint)
-                                  if data_dir is not None else None, lag_limit(c.profile))
-                 for c in specs.consumers]
+    consumers = [ConsumerPosition(c.name, "spark", tuple(c.topics), spark_positions.get(c.name),
+                                  lag_limit(c.profile)) for c in specs.consumers]
     for group in declared_groups(specs):
         positions = attempt(f"the offsets of consumer group {group}", partial(_group_positions, admin, group))
         topics = tuple(sorted({t for t, _ in positions})) if positions else ()
@@ -107,16 +103,3 @@ def observe_status(connection: Connection, specs: SpecSet, data_dir: Path | None
     return Observed(tuple(sorted(metadata.brokers)), quorum.leader if quorum else -1,
                     dict(quorum.behind_ms) if quorum else {}, partitions, min_isr, tuple(consumers), ends,
                     tuple(unread))
-
-
-def status_of(specs: SpecSet, connection: Connection, data_dir: Path | None) -> Status:
-    """One look at the cluster, judged against the specs."""
-    declared = {t.name: int(t.config.get(MIN_ISR, 1)) for t in specs.topics}
-    return assess(topology(specs.cluster), declared, observe_status(connection, specs, data_dir))
-
-
-def _spark_positions(checkpoint: Path) -> dict[tuple[str, int], int] | None:
-    from kraftform.spark.checkpoint import committed_offsets
-
-    done = committed_offsets(checkpoint) if checkpoint.is_dir() else None
-    return done[1] if done is not None else None

@@ -91,7 +91,7 @@ class _Looker:
         self.cached: tuple[float, str] = (0.0, "")
 
     def metrics(self) -> str:
-        from kraftform.kafka.status import status_of
+        from kraftform.runtime.status import status_of
 
         with self.lock:
             at, text = self.cached

@@ -7,15 +7,19 @@ MetadataQuorumCommand, run from the jars kraftform already fetched, with the adm
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import KafkaException
 
+from kraftform.cluster.connection import Connection
 from kraftform.errors import ConnectionFailed, EnvironmentMissing
 from kraftform.kafka.health import ClusterHealth, describe_health
+from kraftform.monitoring.status import Status
 from kraftform.runtime.deployment import Deployment, admin_config
 from kraftform.runtime.tools import METADATA_QUORUM, run_kafka_tool
+from kraftform.specset.model import SpecSet
 
 
 @dataclass(frozen=True)
@@ -68,3 +72,21 @@ def cluster_status(deployment: Deployment, state_dir: Path) -> ClusterStatus:
     except (KafkaException, TimeoutError) as exc:
         raise ConnectionFailed(f"cannot read the health of the cluster at {deployment.bootstrap}: {exc}") from None
     return ClusterStatus(health, quorum_status(deployment, state_dir), deployment.brokers)
+
+
+def status_of(specs: SpecSet, connection: Connection, data_dir: Path | None) -> Status:
+    """`kraftform status`: one look at the cluster (the Spark consumers' positions from their checkpoints under
+    `data_dir`), judged against the specs."""
+    from kraftform.cluster.topology import topology
+    from kraftform.kafka.status import MIN_ISR, observe_status
+    from kraftform.monitoring.status import assess
+    from kraftform.spark.checkpoint import committed_offsets
+    from kraftform.spark.job import placement
+
+    positions: dict[str, Mapping[tuple[str, int], int] | None] = {}
+    for consumer in specs.consumers:
+        checkpoint = placement(consumer, data_dir).checkpoint if data_dir is not None else None
+        done = committed_offsets(checkpoint) if checkpoint is not None and checkpoint.is_dir() else None
+        positions[consumer.name] = done[1] if done is not None else None
+    declared = {t.name: int(t.config.get(MIN_ISR, 1)) for t in specs.topics}
+    return assess(topology(specs.cluster), declared, observe_status(connection, specs, positions))

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from kraftform.cluster.containers import CONFIG_DIR, DATA_DIR, container_specs, docker_addressing
+from kraftform.cluster.containers import (
+    CONFIG_DIR,
+    DATA_DIR,
+    bootstrap_servers,
+    container_specs,
+    docker_addressing,
+    metrics_endpoints,
+)
 from kraftform.cluster.render import make_secrets
 from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
@@ -23,9 +30,14 @@ def test_one_container_per_node_on_one_network_with_own_volume() -> None:
     assert {s.network for s in specs} == {"kraftform-kftest"}
     assert len({s.volume for s in specs}) == 6 and {s.volume_path for s in specs} == {DATA_DIR}
     brokers = [s for s in specs if "broker" in s.labels["dev.kraftform.roles"]]
-    assert [(p.container_port, p.host_port, p.host_ip) for s in brokers for p in s.ports] == [
-        (29092, 29092, "127.0.0.1"), (29093, 29093, "127.0.0.1"), (29094, 29094, "127.0.0.1")]
-    assert all(not s.ports for s in specs if s not in brokers)
+    published = [(p.container_port, p.host_port, p.host_ip) for s in specs for p in s.ports]
+    # Each broker's external listener, and every node's metrics, on loopback, at ports derived from node ids.
+    assert published == [(9404, 29093 + 400 + i, "127.0.0.1") for i in range(3)] + [
+        port for i, listener in enumerate((29092, 29093, 29094))
+        for port in ((listener, listener, "127.0.0.1"), (9404, 29092 + 300 + i + 1, "127.0.0.1"))]
+    assert bootstrap_servers(specs, "localhost") == "localhost:29092,localhost:29093,localhost:29094"
+    assert metrics_endpoints(specs)["kftest-broker-0"] == ("broker", "127.0.0.1:29393")
+    assert len(brokers) == 3
 
 
 def test_secrets_only_in_secret_files_never_in_commands_or_labels() -> None:
@@ -62,8 +74,8 @@ def test_one_container_description_honours_the_external_listener_for_every_runne
     made = ClusterSecretsProvider().create(secrets_inputs(spec, None))  # as the Pulumi component makes them
     assert made.outs is not None
     specs = container_specs(topo, secrets_from_dict(made.outs))
-    brokers = [s for s in specs if s.ports]
-    assert [(p.host_port, p.host_ip) for s in brokers for p in s.ports] == [
+    brokers = [s for s in specs if "broker" in s.labels["dev.kraftform.roles"]]
+    assert [(p.host_port, p.host_ip) for s in brokers for p in s.ports if p.container_port != 9404] == [
         (29092 + i, published_on) for i in range(len(brokers))]
     assert bootstrap_servers(specs, host) == ",".join(f"{host}:{29092 + i}" for i in range(len(brokers)))
     for broker in brokers:

@@ -1,0 +1,112 @@
+"""The generated alert rules, checked and unit-tested by Prometheus' own promtool against series that break
+each rule's condition (and series that do not)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from kraftform.declared import load_specs
+from kraftform.monitoring.alerts import alert_rules, rules_yaml
+from kraftform.monitoring.dashboard import panels
+from kraftform.monitoring.jmx import FAMILIES
+
+from ...conftest import EXAMPLE_SPECS
+
+SPECS = load_specs(EXAMPLE_SPECS)
+KRAFTFORM_FAMILIES = {"kraftform_consumer_lag_records", "kraftform_certificate_expiry_timestamp_seconds", "up"}
+
+
+def _promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool (Debian's prometheus package) is installed by scripts/setup"
+    return subprocess.run([promtool, *args], capture_output=True, text=True, cwd=cwd, check=False)
+
+
+def test_promtool_accepts_the_rules(tmp_path: Path) -> None:
+    (tmp_path / "rules.yml").write_text(rules_yaml(SPECS))
+    done = _promtool("check", "rules", "rules.yml", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS" in done.stdout
+
+
+def test_every_expression_reads_a_family_the_exporters_produce() -> None:
+    exprs = [r["expr"] for g in alert_rules(SPECS)["groups"] for r in g["rules"]]
+    exprs += [expr for _, expr, _, _ in panels(SPECS.cluster.name)]
+    names = {n for e in exprs for n in re.findall(r"\b((?:kafka|kraftform)_[a-z_]+|up)\{", e)}
+    assert names, exprs
+    assert names - set(FAMILIES) - KRAFTFORM_FAMILIES == set()
+
+
+def test_each_declared_consumer_gets_a_lag_alert_with_its_profile_limit() -> None:
+    lag = {r["labels"].get("consumer"): r["expr"] for g in alert_rules(SPECS)["groups"] for r in g["rules"]
+           if r["alert"] == "ConsumerLag"}
+    assert lag["fraud-scoring"].endswith("> 10000")  # durability
+    assert lag["clickstream-sessionizer"].endswith("> 100000")  # throughput
+    assert set(lag) == {c.name for c in SPECS.consumers} | {None}  # and one for consumer groups
+
+
+def _series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
+    text = ", ".join(f'{k}="{v}"' for k, v in {"cluster": "platform", **labels}.items())
+    return {"series": f"{name}{{{text}}}", "values": values}
+
+
+def _alert(name: str, at: str, labels: dict[str, str] | None = None, summary: str = "") -> dict[str, object]:
+    """The alert firing at `at` with these labels and summary; not firing when no summary is given."""
+    expected: list[dict[str, object]] = []
+    if summary:
+        expected = [{"exp_labels": {"cluster": "platform", **(labels or {})}, "exp_annotations": {"summary": summary}}]
+    return {"eval_time": at, "alertname": name, "exp_alerts": expected}
+
+
+def test_promtool_fires_each_alert_on_series_that_break_its_condition(tmp_path: Path) -> None:
+    """Each case: series as the exporters write them, and whether the alert fires at a time (for: included)."""
+    broker = {"job": "kafka", "node": "platform-broker-1", "role": "broker"}
+    controllers = [{"job": "kafka", "node": f"platform-controller-{i}", "role": "controller"} for i in range(3)]
+    exporter = {"job": "kraftform", "node": "kraftform", "role": "exporter"}
+    series = [
+        _series("kafka_server_under_replicated_partitions", broker, "0 0 3 3 3 3 3"),
+        _series("kafka_server_under_min_isr_partitions", broker, "0 1 1"),
+        *[_series(name, c, v) for name, values in (("kafka_controller_active", ("1x6", "0 0 1 1 1 1 1", "0x6")),
+                                                   ("kafka_raft_current_leader", ("1001x6", "1001x6", "-1x6")),
+                                                   ("kafka_raft_log_end_offset", ("5000x6", "4990x6", "100x6")))
+          for c, v in zip(controllers, values, strict=True)],
+        _series("kraftform_consumer_lag_records", {**exporter, "consumer": "fraud-scoring", "kind": "spark"},
+                "20000x6"),
+        _series("kraftform_consumer_lag_records", {**exporter, "consumer": "clickstream-sessionizer",
+                                                   "kind": "spark"}, "20000x6"),
+        _series("kraftform_certificate_expiry_timestamp_seconds", {**exporter, "certificate": "ca"},
+                f"{20 * 86400}x6"),
+    ]
+    behind = controllers[2]
+    alerts = [
+        _alert("UnderReplicatedPartitions", "40s"),  # above 0 for 20 s only: its for is 30 s
+        _alert("UnderReplicatedPartitions", "60s", {**broker, "severity": "warning"},
+               "broker platform-broker-1 leads 3 under-replicated partition(s)"),
+        _alert("UnderMinIsrPartitions", "20s", {**broker, "severity": "critical"},
+               "broker platform-broker-1 leads 1 partition(s) below min.insync.replicas: acks=all producers are "
+               "refused"),
+        _alert("ActiveControllerCount", "10s"),
+        _alert("ActiveControllerCount", "60s", {"severity": "critical"},  # two active from 20 s
+               "cluster platform has 2 active controllers (should be 1)"),
+        _alert("ControllerQuorumNoLeader", "40s", {**behind, "severity": "critical"},
+               "controller platform-controller-2 sees no quorum leader: metadata cannot change"),
+        _alert("ControllerVoterBehind", "70s", {**behind, "severity": "warning"},
+               "controller platform-controller-2's metadata log is 4900 records behind"),
+        # 20,000 records is above durability's 10,000 (fraud-scoring), not throughput's 100,000 (sessionizer).
+        _alert("ConsumerLag", "70s", {**exporter, "consumer": "fraud-scoring", "kind": "spark", "severity": "warning"},
+               "Spark consumer fraud-scoring is 20000 records behind (its durability profile allows 10,000)"),
+        _alert("CertificateExpiresSoon", "10s", {**exporter, "certificate": "ca", "severity": "warning"},
+               "certificate ca ends in less than 30 days"),
+        _alert("CertificateExpiresVerySoon", "10s"),
+    ]
+    (tmp_path / "rules.yml").write_text(rules_yaml(SPECS))
+    (tmp_path / "test.yml").write_text(yaml.safe_dump({
+        "rule_files": ["rules.yml"], "evaluation_interval": "10s",
+        "tests": [{"interval": "10s", "input_series": series, "alert_rule_test": alerts}]}))
+    done = _promtool("test", "rules", "test.yml", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr

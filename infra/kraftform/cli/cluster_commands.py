@@ -37,7 +37,8 @@ def register(sub: Any) -> None:
     images = sub.add_parser("images", help="build the Kafka, kcat and Spark images locally (no registry needed)")
     isub = images.add_subparsers(dest="images_command", required=True, parser_class=type(images))
     build = isub.add_parser(
-        "build", help="debootstrap base images, then Kafka from Maven Central, kcat, and Spark with kraftform")
+        "build", help="debootstrap base images, then Kafka from Maven Central, kcat, Prometheus, and Spark with "
+                 "kraftform")
     build.set_defaults(handler=cmd_images_build)
 
 
@@ -86,12 +87,13 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def cmd_images_build(args: argparse.Namespace) -> int:
     from kraftform.runtime.engine import docker_client
-    from kraftform.runtime.images import build_kafka, build_kcat, build_spark
+    from kraftform.runtime.images import build_kafka, build_kcat, build_prometheus, build_spark
 
     log: list[str] = []
     client = docker_client()
     build_kafka(client, log)
     build_kcat(client, log)
+    build_prometheus(client, log)
     build_spark(client, log)
     print("\n".join(log))
     return 0

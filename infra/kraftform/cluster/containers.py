@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from kraftform.cluster.config import Addressing, NodePaths
 from kraftform.cluster.render import ClusterSecrets, RenderedNode, format_args, render_cluster, server_args
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_ID_BASE, CONTROLLER_PORT, Topology
-from kraftform.monitoring.jmx import METRICS_PORT
+from kraftform.monitoring.jmx import METRICS_PORT, agent_option
 from kraftform.specset.model import ClusterSpec
 from kraftform.versions import KAFKA_VERSION
 
@@ -137,14 +137,18 @@ def metrics_endpoints(specs: tuple[ContainerSpec, ...]) -> dict[str, tuple[str, 
 
 def _command(r: RenderedNode, cluster_id: str) -> tuple[str, ...]:
     # The classpath in double quotes, so the shell leaves its `*` to Java; the SCRAM arguments come from a file
-    # (they hold passwords, which the command line `docker inspect` shows must not).
+    # (they hold passwords, which the command line `docker inspect` shows must not). The metrics agent only where
+    # the image has it: the official image does not, and its nodes start without metrics.
     classpath = f'"{KAFKA_LIBS}/*"'
+    agent = agent_option(METRICS_AGENT, "0.0.0.0", r.paths.config_dir)
+    java = " ".join("${agent}" if arg == agent else arg for arg in server_args(r.node, r.paths, classpath, "0.0.0.0"))
     script = (
         "set -euf; "  # -f: the SCRAM arguments contain [ ] and must not be globbed
         f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
         f"java {' '.join((*format_args(classpath, cluster_id, r.paths), *r.format_options))} "
         f"$(cat {CONFIG_DIR}/{FORMAT_ARGS}); fi; "
-        f"exec java {' '.join(server_args(r.node, r.paths, classpath, '0.0.0.0'))}"
+        f"agent=''; if [ -f {METRICS_AGENT} ]; then agent='{agent}'; fi; "
+        f"exec java {java}"
     )
     return ("sh", "-c", script)
 

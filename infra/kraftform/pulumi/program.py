@@ -24,6 +24,7 @@ from kraftform.kafka.credentials import missing_password, passwords
 from kraftform.plan.live import declared_principals
 from kraftform.pulumi.cluster import KafkaCluster
 from kraftform.pulumi.consumers import SparkCluster, SparkConsumer, SparkConsumerArgs
+from kraftform.pulumi.monitoring import Monitoring
 from kraftform.pulumi.policy import SPECS_TYPE
 from kraftform.pulumi.providers import Access, BrokerSettings, access_props
 from kraftform.pulumi.topics import Topics
@@ -60,6 +61,9 @@ class StackConfig:
     #: The consumers' image: by default the locally built `kraftform/spark:<version>-<code digest>`; any image
     #: honouring its contract (docs/spark.md) by name.
     spark_image: str | None = None
+    #: Prometheus and kraftform's exporter beside the cluster (docker mode), Prometheus on 127.0.0.1:PORT.
+    monitoring: bool = False
+    monitoring_port: int = 9090
 
     @property
     def deploys_consumers(self) -> bool:
@@ -85,7 +89,7 @@ class StackConfig:
                    c.get("image") or "official", c.get_secret("adminPassword"), c.get("bootstrapServers"),
                    c.get("username"), c.get_secret("password"), str(project_dir / ca_path) if ca_path else None,
                    c.get_bool("protect"), reset_names(c.get("allowStateReset")), c.get_bool("deployConsumers"),
-                   c.get("sparkImage"))
+                   c.get("sparkImage"), bool(c.get_bool("monitoring")), c.get_int("monitoringPort") or 9090)
 
     def allows_reset(self, consumer: str) -> bool:
         return "*" in self.allow_state_reset or consumer in self.allow_state_reset
@@ -158,14 +162,15 @@ class Stack:
 
 def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None, ca_pem: pulumi.Input[str],
               kafka: Mapping[str, pulumi.Resource], secrets: Mapping[str, pulumi.Output[str]]
-              ) -> dict[str, SparkConsumer]:
+              ) -> tuple[dict[str, SparkConsumer], docker.Volume | None]:
     """Each consumer in a container on the stack's Docker engine, once its topics and its principal's access
     exist: beside the stack's cluster on its network (docker mode), or on a network of its own reaching an
-    existing cluster at `kraftform:bootstrapServers` (external mode, when `kraftform:deployConsumers` asks)."""
+    existing cluster at `kraftform:bootstrapServers` (external mode, when `kraftform:deployConsumers` asks).
+    Returns them and their volume (where their checkpoints are)."""
     parent = pulumi.ComponentResource("kraftform:index:Consumers", "consumers",
                                       {"declared": [c.name for c in specs.consumers]})
     if not cfg.deploys_consumers or not specs.consumers:
-        return {}
+        return {}, None
     options = pulumi.ResourceOptions(parent=parent)
     image = docker.RemoteImage("spark-image", name=cfg.spark_image or spark_image(), keep_locally=True, opts=options)
     spec = in_containers(specs.cluster)
@@ -197,7 +202,7 @@ def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None, ca
         made[c.name] = SparkConsumer(c.name, SparkConsumerArgs(
             consumer_manifest(c, specs), spec.name, bootstrap, secrets[c.user], ca_pem, network, image, volume, after,
             cfg.allows_reset(c.name)), options)
-    return made
+    return made, volume
 
 
 def build(cfg: StackConfig) -> Stack:
@@ -246,7 +251,15 @@ def build(cfg: StackConfig) -> Stack:
     made["broker-settings"] = BrokerSettings("broker-settings", {
         k: v for k, v in specs.cluster.broker_config.items() if (d := definition(k)) is not None and d.dynamic},
         connection, pulumi.ResourceOptions(depends_on=depends, protect=cfg.protects))
-    deployed = consumers(cfg, specs, cluster, ca, made, secrets)
+    deployed, checkpoints = consumers(cfg, specs, cluster, ca, made, secrets)
+    monitoring: dict[str, Any] = {}
+    if cfg.monitoring:
+        if cluster is None:
+            raise pulumi.RunError("kraftform:monitoring runs Prometheus beside the stack's own cluster (mode docker); "
+                                  "for an existing cluster, run `kraftform monitoring rules` into your Prometheus")
+        watching = Monitoring(specs, cfg.specs_dir, cluster, cfg.spark_image or spark_image(), checkpoints,
+                              cfg.monitoring_port, after=cluster.ready)
+        monitoring = {"prometheus": watching.prometheus_url}
 
     def per_profile(values: list[Any]) -> dict[str, dict[str, dict[str, str]]]:
         """Each profile's producer and consumer settings with the connection (users add their own login)."""
@@ -261,7 +274,8 @@ def build(cfg: StackConfig) -> Stack:
                                    lambda v: admin_connection(v[0])))),
                                "topics": sorted(t.name for t in specs.topics),
                                "consumers": {n: {"container": c.container_name, "volume": c.volume_name}
-                                             for n, c in deployed.items()}}
+                                             for n, c in deployed.items()},
+                               "monitoring": monitoring}
     for key, value in outputs.items():
         pulumi.export(key, value)
     return Stack(outputs, list(made.values()))

@@ -40,6 +40,7 @@ from kraftform.versions import (
 
 BASE_IMAGE = f"kraftform/debian:{DEBIAN_SUITE}"
 KCAT_IMAGE = f"kraftform/kcat:{KCAT_SUITE}"
+PROMETHEUS_IMAGE = f"kraftform/prometheus:{DEBIAN_SUITE}"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 #: A digest of the Dockerfile an image was built from: a changed recipe builds the image again.
 RECIPE_LABEL = "dev.kraftform.recipe"
@@ -156,6 +157,30 @@ def build_kafka(client: docker.DockerClient, log: list[str], version: str = KAFK
     log.append(f"{tag}: built (Kafka {version}, {JRE_PACKAGE}, JMX exporter {JMX_EXPORTER_VERSION})"
                + (" again: its recipe changed" if found is not None else ""))
     return tag
+
+
+PROMETHEUS_DOCKERFILE = f"""\
+FROM {BASE_IMAGE}
+RUN apt-get update \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus \\
+ && rm -rf /var/lib/apt/lists/* \\
+ && mkdir -p /prometheus /etc/prometheus \\
+ && chown -R {CONTAINER_UID}:{CONTAINER_UID} /prometheus /etc/prometheus
+USER {CONTAINER_UID}:{CONTAINER_UID}
+ENTRYPOINT ["/usr/bin/prometheus"]
+"""
+
+
+def build_prometheus(client: docker.DockerClient, log: list[str]) -> str:
+    """Prometheus from Debian's package, for the Pulumi stack's `kraftform:monitoring` (the CLI's `monitoring up`
+    runs the same package as a process)."""
+    if _exists(client, PROMETHEUS_IMAGE):
+        log.append(f"{PROMETHEUS_IMAGE}: present")
+        return PROMETHEUS_IMAGE
+    build_base(client, log)
+    _build(client, PROMETHEUS_IMAGE, PROMETHEUS_DOCKERFILE)
+    log.append(f"{PROMETHEUS_IMAGE}: built (Debian {DEBIAN_SUITE} prometheus)")
+    return PROMETHEUS_IMAGE
 
 
 SPARK_DOCKERFILE = f"""\

@@ -21,20 +21,12 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kraftform.cluster.connection import Connection
 from kraftform.cluster.topology import Node
 from kraftform.kafka.admin import Requests, batches, kafka_python_admin
+from kraftform.monitoring.status import Partition
 
 #: Kafka's controller.quorum.fetch.timeout.ms default: a voter whose last catch-up is older than this, by the
 #: leader's clock, is behind (the rule Strimzi's quorum check uses).
 QUORUM_FETCH_TIMEOUT_MS = 2000
 TIMEOUT = 10.0
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    topic: str
-    partition: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    leader: int
 
 
 @dataclass(frozen=True)
@@ -80,9 +72,9 @@ def read_quorum(connection: Connection) -> Quorum:
         return parse_quorum(client.describe_metadata_quorum())
 
 
-def read_partitions(admin: AdminClient) -> list[PartitionState]:
+def read_partitions(admin: AdminClient) -> list[Partition]:
     metadata = admin.list_topics(timeout=TIMEOUT)
-    return [PartitionState(str(t.topic), p.id, tuple(p.replicas), tuple(p.isrs), p.leader)
+    return [Partition(str(t.topic), p.id, tuple(p.replicas), tuple(p.isrs), p.leader)
             for t in metadata.topics.values() for p in t.partitions.values()]
 
 
@@ -101,7 +93,7 @@ def min_insync(admin: AdminClient, topics: Iterable[str]) -> dict[str, int]:
     return found
 
 
-def blocking(partitions: Sequence[PartitionState], minimum: Mapping[str, int], broker: int) -> list[str]:
+def blocking(partitions: Sequence[Partition], minimum: Mapping[str, int], broker: int) -> list[str]:
     """The partitions that would fall below min.insync.replicas if `broker` stopped: it is in their ISR and the
     ISR is already at (or below) the minimum. As Strimzi's KafkaAvailability, a partition whose minimum is not
     below its replica count is left out: any restart of any of its brokers takes it below, so waiting would

@@ -29,6 +29,8 @@ def lag_limit(profile: str | None) -> int:
 
 @dataclass(frozen=True)
 class Partition:
+    """A partition as one metadata read shows it (the roll's gates read the same)."""
+
     topic: str
     partition: int
     replicas: tuple[int, ...]

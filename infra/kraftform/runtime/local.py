@@ -30,7 +30,7 @@ from kraftform.cluster.render import (
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_ID_BASE, Node, Role, Topology, topology
 from kraftform.errors import ClusterUnhealthy, EnvironmentMissing
 from kraftform.kafka.health import ClusterHealth, wait_healthy
-from kraftform.monitoring.jmx import METRICS_PORT
+from kraftform.monitoring.jmx import METRICS_FILE, METRICS_PORT
 from kraftform.plan.nodes import NodePlan, node_plan
 from kraftform.runtime import deployment as dep
 from kraftform.specset.model import DEFAULT_BROKER_HEAP, DEFAULT_CONTROLLER_HEAP, ClusterSpec
@@ -122,8 +122,9 @@ class LocalRuntime:
         node = Node(record.node_id, record.name, roles, heap_bytes=heap)
         paths = self._node_paths(node.name)
         log = open(self.node_dir(node.name) / LOG_FILE, "ab")  # noqa: SIM115 - handed to the child
-        cmd = [java_binary(), *server_args(node, paths, _classpath(record.kafka_version or kafka_version),
-                                           local_host(node.node_id, self.state_dir))]
+        # A node whose files predate the metrics agent has no rules for it: it starts without metrics.
+        metrics = local_host(node.node_id, self.state_dir) if (Path(paths.config_dir) / METRICS_FILE).is_file() else ""
+        cmd = [java_binary(), *server_args(node, paths, _classpath(record.kafka_version or kafka_version), metrics)]
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=self.node_dir(node.name))
         log.close()

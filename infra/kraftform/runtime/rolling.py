@@ -28,6 +28,7 @@ from kraftform.cluster.topology import Node, topology
 from kraftform.errors import ClusterUnhealthy, ConnectionFailed, KraftformError, PlanRefusedError
 from kraftform.kafka import gates
 from kraftform.kafka.apply import Applier, ApplyOptions
+from kraftform.monitoring.status import Partition as ReadPartition
 from kraftform.plan.changes import Action, Change, Kind, Reassignment, Safety
 from kraftform.plan.nodes import NodePlan, NodeStep, Step, ordered, roll_order
 from kraftform.plan.placement import Partition, PlacementRefused, balance, drain
@@ -339,7 +340,7 @@ class Moves:
         return [sizes.get(tp, 0) * count for tp, count in self.copies.items()]
 
 
-def target_assignment(partitions: list[gates.PartitionState], racks: Mapping[int, str | None],
+def target_assignment(partitions: list[ReadPartition], racks: Mapping[int, str | None],
                       leaving: set[int]) -> Moves:
     """Drain `leaving`, then balance over the rest. Pure; raises PlacementRefused."""
     current: dict[Partition, tuple[int, ...]] = {(p.topic, p.partition): p.replicas for p in partitions}

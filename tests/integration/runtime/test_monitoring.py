@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from confluent_kafka import Consumer
 
 from kraftform.kafka.clients import produce_paced
 from kraftform.monitoring.dashboard import panels
@@ -35,6 +36,7 @@ INTERVAL = 2.0
 PASSWORD_ENV = "KRAFTFORM_PASSWORD_MON_SCORER"
 TOPIC = "mon.payments"
 CONSUMER = "mon-scorer"
+GROUP = "mon-billing"
 
 
 @dataclass
@@ -85,7 +87,10 @@ def _write_specs(specs: Path) -> None:
         "acls": [{"principal": f"User:{CONSUMER}", "resource": {"type": "topic", "name": TOPIC},
                   "operations": ["read", "describe"]},
                  {"principal": f"User:{CONSUMER}", "resource": {"type": "group", "name": CONSUMER,
-                                                                 "pattern": "prefixed"}, "operations": ["read"]}],
+                                                                 "pattern": "prefixed"}, "operations": ["read"]},
+                 # A consumer group the specs name: `status` reports its lag from its committed offsets.
+                 {"principal": f"User:{CONSUMER}", "resource": {"type": "group", "name": GROUP},
+                  "operations": ["read"]}],
         "consumers": [{"name": CONSUMER, "topics": [TOPIC], "user": CONSUMER, "profile": "latency",
                        "starting_offsets": "earliest", "trigger": "1s", "query": "SELECT value FROM input",
                        "sink": {"type": "noop"}}],
@@ -110,6 +115,21 @@ def monitored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Monitored]:
             yield watched
         finally:
             watched.kraftform("monitoring", "down", "--state-dir", str(cluster.state))
+
+
+def _consume_and_commit(client: dict[str, Any], count: int) -> None:
+    """Read `count` records as the declared group and commit: its lag is then what is produced after."""
+    consumer = Consumer({**client, "group.id": GROUP, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([TOPIC])
+    read = 0
+    deadline = time.monotonic() + 60
+    while read < count and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and not message.error():
+            read += 1
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    assert read == count
 
 
 def _wait(what: str, timeout: float, check: Any) -> float:
@@ -177,6 +197,7 @@ def test_a_stopped_consumer_lags_in_status_and_the_alert_and_every_dashboard_pan
         monitored: Monitored) -> None:
     connection = admin_config(monitored.cluster.state)
     produce_paced(connection, ((TOPIC, None, f"r{i}") for i in range(500)), rate=1e9, count=None)
+    _consume_and_commit(connection.librdkafka(), 500)
     job = subprocess.Popen([sys.executable, "-m", "kraftform", "consumers", "run", CONSUMER,
                             str(monitored.cluster.specs), "--state-dir", str(monitored.cluster.state),
                             "--data-dir", str(monitored.data_dir)], stdout=subprocess.PIPE,
@@ -196,5 +217,6 @@ def test_a_stopped_consumer_lags_in_status_and_the_alert_and_every_dashboard_pan
     done = monitored.status()
     assert done.returncode == 2, done.stdout
     assert f"Spark consumer {CONSUMER} is 3,000 records behind" in done.stdout, done.stdout
+    assert f"consumer group {GROUP}: lag 3,000 records (limit 10,000)" in done.stdout, done.stdout
     waited = _wait("ConsumerLag firing", 150, lambda: ("ConsumerLag", CONSUMER) in monitored.firing())
     print(f"ConsumerLag firing {waited:.1f} s after the records were produced (its rule's for: 1m)")

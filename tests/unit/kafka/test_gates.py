@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from kraftform.kafka.gates import PartitionState, blocking, parse_quorum
+from kraftform.kafka.gates import blocking, parse_quorum
+from kraftform.monitoring.status import Partition
 
 
 def test_a_broker_in_an_isr_already_at_min_insync_blocks_the_roll_naming_the_partition() -> None:
-    partitions = [PartitionState("orders", 0, (1, 2, 3), (1, 2), 1), PartitionState("orders", 1, (1, 2, 3), (2, 3), 2),
-                  PartitionState("audit", 0, (1, 2, 3), (1, 2, 3), 1)]
+    partitions = [Partition("orders", 0, (1, 2, 3), (1, 2), 1), Partition("orders", 1, (1, 2, 3), (2, 3), 2),
+                  Partition("audit", 0, (1, 2, 3), (1, 2, 3), 1)]
     assert blocking(partitions, {"orders": 2, "audit": 2}, 1) == ["orders-0 (ISR 1,2, min.insync.replicas 2)"]
     assert blocking(partitions, {"orders": 2, "audit": 2}, 3) == ["orders-1 (ISR 2,3, min.insync.replicas 2)"]
     assert blocking(partitions, {"orders": 1, "audit": 2}, 3) == []
     # min.insync.replicas as high as the replicas: any restart takes it below, so it does not hold a roll forever.
     assert blocking(partitions, {"orders": 1, "audit": 3}, 3) == []
-    assert blocking([PartitionState("single", 0, (3,), (3,), 3)], {}, 3) == []
+    assert blocking([Partition("single", 0, (3,), (3,), 3)], {}, 3) == []
 
 
 def test_quorum_voters_behind_the_leader_are_not_caught_up() -> None:

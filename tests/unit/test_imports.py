@@ -79,7 +79,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"spark"}),
     frozenset({"sizing", "declared"}),
     frozenset({"runtime"}),
-    frozenset({"verification", "pulumi"}),
+    frozenset({"verification", "pulumi", "testing"}),
     frozenset({"cli", "__main__"}),
 )
 

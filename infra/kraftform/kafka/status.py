@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
+from kafka.errors import KafkaError as PyKafkaError
 
 from kraftform.cluster.connection import Connection
 from kraftform.errors import KraftformError
@@ -65,6 +66,25 @@ def _end_offsets(admin: Admin, wanted: Sequence[TopicPartition]) -> dict[tuple[s
     return {(tp.topic, tp.partition): admin.wait(f, "list offsets", REQUEST_S).offset for tp, f in futures.items()}
 
 
+def unreachable_brokers(brokers: Mapping[int, tuple[str, int]], timeout: float = 1.0) -> dict[int, str]:
+    """The brokers whose listener refuses or ignores a TCP connection, tried all at once."""
+    import socket
+    from concurrent.futures import ThreadPoolExecutor
+
+    def refuses(address: tuple[str, int]) -> bool:
+        try:
+            with socket.create_connection(address, timeout):
+                return False
+        except OSError:
+            return True
+
+    if not brokers:
+        return {}
+    with ThreadPoolExecutor(len(brokers)) as pool:
+        down = dict(zip(brokers, pool.map(refuses, brokers.values()), strict=True))
+    return {b: f"{host}:{port}" for b, (host, port) in brokers.items() if down[b]}
+
+
 def observe_status(connection: Connection, specs: SpecSet,
                    spark_positions: Mapping[str, Mapping[tuple[str, int], int] | None]) -> Observed:
     """Everything `monitoring.status.assess` judges. An unreachable cluster or a refused login raises (the
@@ -80,7 +100,7 @@ def observe_status(connection: Connection, specs: SpecSet,
     def attempt(what: str, read: Callable[[], T]) -> T | None:
         try:
             return read()
-        except (KraftformError, KafkaException, OSError) as exc:
+        except (KraftformError, KafkaException, PyKafkaError, OSError) as exc:
             unread.append(f"{what}: {str(exc)[:300]}")
             return None
 
@@ -100,6 +120,7 @@ def observe_status(connection: Connection, specs: SpecSet,
     wanted = [TopicPartition(t, p) for t in sorted({t for c in consumers for t in c.topics})
               if t in metadata.topics for p in metadata.topics[t].partitions]
     ends = attempt("the end offsets of the consumers' topics", lambda: _end_offsets(admin, wanted)) or {}
+    down = unreachable_brokers({b.id: (str(b.host), int(b.port)) for b in metadata.brokers.values()})
     return Observed(tuple(sorted(metadata.brokers)), quorum.leader if quorum else -1,
                     dict(quorum.behind_ms) if quorum else {}, partitions, min_isr, tuple(consumers), ends,
-                    tuple(unread))
+                    tuple(unread), down)

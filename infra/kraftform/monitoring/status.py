@@ -65,6 +65,9 @@ class Observed:
     end_offsets: Mapping[TopicPartition, int]
     #: What could not be read, with why (a lag without end offsets is unknown, not zero).
     unread: tuple[str, ...] = ()
+    #: Registered brokers whose listener refuses connections (id -> host:port): down, though the controller
+    #: has not fenced them yet (it waits broker.session.timeout.ms, 9 s by default).
+    unreachable: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,9 @@ def _nodes(topo: Topology, seen: Observed) -> list[str]:
         names = ", ".join(f"{n.name} (node {n.node_id})" for n in topo.brokers if n.node_id in missing)
         problems.append(f"broker{'s' if len(missing) > 1 else ''} {names} not registered: "
                         f"{len(seen.brokers)} of {len(declared)} declared brokers up")
+    for broker, address in sorted(seen.unreachable.items()):
+        name = next((n.name for n in topo.brokers if n.node_id == broker), f"node {broker}")
+        problems.append(f"broker {name} (node {broker}) is registered but does not answer at {address}")
     extra = sorted(set(seen.brokers) - declared)
     if extra:
         problems.append(f"broker{'s' if len(extra) > 1 else ''} {_ids(extra)} registered but not declared")
@@ -153,7 +159,9 @@ def _topics(declared: Mapping[str, int], seen: Observed) -> tuple[list[TopicStat
             continue
         minimum = seen.min_isr.get(name, default_min)
         offline = tuple(p.partition for p in parts if p.leader < 0)
-        under = tuple(p.partition for p in parts if p.leader >= 0 and len(p.isr) < len(p.replicas))
+        # A replica on a broker that does not answer is as good as out of the ISR, before the controller says so.
+        under = tuple(p.partition for p in parts if p.leader >= 0 and (
+            len(p.isr) < len(p.replicas) or set(p.isr) & set(seen.unreachable)))
         under_min = tuple(p.partition for p in parts if p.leader >= 0 and len(p.isr) < minimum)
         topics.append(TopicStatus(name, len(parts), under, under_min, offline))
         if offline:

@@ -9,6 +9,7 @@ cluster once (cached for a few seconds, so two Prometheus servers do not double 
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,7 +18,6 @@ from pathlib import Path
 from cryptography import x509
 
 from kraftform.cluster.connection import Connection
-from kraftform.errors import KraftformError
 from kraftform.monitoring.status import Status
 from kraftform.specset.model import SpecSet
 
@@ -99,7 +99,9 @@ class _Looker:
                 return text
             try:
                 status: Status | None = status_of(self.specs, self.connection, self.data_dir)
-            except (KraftformError, OSError):
+            except Exception as exc:  # a scrape answers `kraftform_status_up 0`, whatever failed
+                print(f"kraftform exporter: cannot read the cluster: {type(exc).__name__}: {exc}", file=sys.stderr,
+                      flush=True)
                 status = None
             text = render_metrics(self.specs.cluster.name, status, certificates(self.state_dir, self.connection))
             self.cached = (time.monotonic(), text)

@@ -204,13 +204,18 @@ def test_a_stopped_consumer_lags_in_status_and_the_alert_and_every_dashboard_pan
                            stderr=subprocess.STDOUT, text=True, env=monitored.env, start_new_session=True)
     try:
         _wait("the consumer's driver scraped", 180, lambda: monitored.query('up{job="spark"} == 1'))
-        _wait("the consumer caught up", 120, lambda: monitored.query(
+        _wait("the consumer caught up", 180, lambda: monitored.query(
             f'kraftform_consumer_lag_records{{consumer="{CONSUMER}"}} == 0'))
         empty = [title for title, expr, _, _ in panels("kfmon") if not monitored.query(expr)]
         assert empty == [], f"dashboard panels without series: {empty}"
-    finally:
+    except AssertionError as failure:
         os.killpg(job.pid, signal.SIGTERM)
         output, _ = job.communicate(timeout=120)
+        exporter = (monitored.cluster.state / "monitoring" / "exporter.log").read_text()[-2000:]
+        raise AssertionError(f"{failure}\nconsumer:\n{output[-3000:]}\nexporter:\n{exporter}\nstatus:\n"
+                             f"{monitored.status().stdout}") from None
+    os.killpg(job.pid, signal.SIGTERM)
+    output, _ = job.communicate(timeout=120)
     assert job.returncode == 0, output[-3000:]
 
     produce_paced(connection, ((TOPIC, None, f"late{i}") for i in range(3000)), rate=1e9, count=None)

@@ -73,3 +73,10 @@ def test_what_could_not_be_read_is_a_problem_and_lag_is_unknown_not_zero() -> No
 def test_a_declared_topic_that_does_not_exist_is_named() -> None:
     status = assess(TOPO, {**DECLARED, "payments": 2}, _healthy())
     assert status.problems == ("topic payments is declared but does not exist (kraftform apply creates it)",)
+
+
+def test_a_registered_broker_that_does_not_answer_is_down_and_its_partitions_under_replicated() -> None:
+    seen = dataclasses.replace(_healthy(), unreachable={2: "127.30.0.2:9092"})
+    assert assess(TOPO, DECLARED, seen).problems == (
+        "broker kftest-broker-1 (node 2) is registered but does not answer at 127.30.0.2:9092",
+        "topic orders: 3 partition(s) under-replicated (0, 1, 2)")

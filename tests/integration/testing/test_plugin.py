@@ -1,0 +1,123 @@
+"""kraftform's pytest plugin as a user meets it: the example project under tests/example_project (its own specs,
+its own tests, nothing but kraftform installed) run with `pytest` alone, in processes of their own. Each run's
+clusters live under a base directory of this test's own (KRAFTFORM_TEST_DIR)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kraftform.runtime.deployment import load
+
+PROJECT = Path(__file__).resolve().parents[2] / "example_project"
+#: Every test of the example project but its Spark pipeline (run once, in the first test): for the runs whose
+#: subject is the cluster's life, not what runs on it.
+QUICK = ("-k", "not pipeline")
+
+
+def _pytest(project: Path, base: Path, *args: str, report: Path | None = None) -> subprocess.Popen[str]:
+    env = {**os.environ, "KRAFTFORM_TEST_DIR": str(base), "PYTHONUNBUFFERED": "1"}
+    if report is not None:
+        env["SHOP_CLUSTER_REPORT"] = str(report)
+    return subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=project,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+
+
+def _finish(run: subprocess.Popen[str], timeout: float = 600) -> str:
+    output, _ = run.communicate(timeout=timeout)
+    return output
+
+
+def _kafka_processes(base: Path) -> list[str]:
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(base).encode() in cmdline and b"kafka.Kafka" in cmdline:
+            found.append(proc.name)
+    return found
+
+
+def test_the_example_project_passes_with_pytest_alone_on_the_faithful_cluster(tmp_path: Path) -> None:
+    run = _pytest(PROJECT, tmp_path, "--kraftform-topology", "faithful")
+    output = _finish(run)
+    assert run.returncode == 0, output[-4000:]
+    assert "5 passed" in output, output[-2000:]
+    assert list(tmp_path.iterdir()) == [] and _kafka_processes(tmp_path) == []  # nothing left behind
+
+
+def test_invalid_specs_fail_with_located_errors_before_any_process_starts(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("__pycache__"))
+    topics = project / "specs" / "topics.yaml"
+    topics.write_text(topics.read_text().replace("partitions: 3", "partitions: three"))
+    base = tmp_path / "clusters"
+    run = _pytest(project, base)
+    output = _finish(run, timeout=120)
+    assert run.returncode != 0
+    assert "invalid specs, no cluster started" in output, output[-3000:]
+    assert "topics.yaml:3:5: $.topics[0].partitions" in output, output[-3000:]  # located, as `validate` says
+    assert "During handling" not in output and "Traceback" not in output, output[-3000:]
+    assert not base.exists() or list(base.iterdir()) == []
+    assert _kafka_processes(base) == []
+
+
+def test_two_sessions_at_once_get_clusters_of_their_own(tmp_path: Path) -> None:
+    base = tmp_path / "clusters"
+    reports = [tmp_path / "first.json", tmp_path / "second.json"]
+    runs = [_pytest(PROJECT, base, *QUICK, report=report) for report in reports]
+    outputs = [_finish(run) for run in runs]
+    for run, output in zip(runs, outputs, strict=True):
+        assert run.returncode == 0, output[-4000:]
+    first, second = (json.loads(r.read_text()) for r in reports)
+    assert first["name"] != second["name"] and first["bootstrap"] != second["bootstrap"]
+    assert first["state"] != second["state"]
+    assert list(base.iterdir()) == [] and _kafka_processes(base) == []
+
+
+def test_a_sigkilled_session_leaves_nothing_the_next_one_trips_over(tmp_path: Path) -> None:
+    base = tmp_path / "clusters"
+    report = tmp_path / "killed.json"
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "tests" / "test_zz_hang.py").write_text(
+        "import time\n\n\ndef test_hangs(kafka_cluster):\n    time.sleep(600)\n")
+    run = _pytest(project, base, *QUICK, report=report)
+    deadline = time.monotonic() + 300
+    while not report.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert report.exists(), "the session never reached its cluster"
+    state = Path(json.loads(report.read_text())["state"])
+    left = load(state).nodes
+    assert _kafka_processes(base)  # the nodes run detached: a SIGKILL of the session leaves them running
+    os.kill(run.pid, signal.SIGKILL)
+    run.communicate(timeout=30)
+    assert state.exists() and _kafka_processes(base)
+    # The next session sweeps the dead one's cluster away (processes and directory), then runs on its own.
+    again = _pytest(PROJECT, base, *QUICK)
+    output = _finish(again)
+    assert again.returncode == 0, output[-4000:]
+    assert not state.exists() and _kafka_processes(base) == [], [n.handle for n in left]
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left(tmp_path: Path) -> Iterator[None]:
+    """Whatever a failed test left (a hung session's cluster) is swept at its end, so the suite goes on."""
+    yield
+    from kraftform.testing.cluster import sweep
+
+    for base in (tmp_path, tmp_path / "clusters"):
+        if base.is_dir():
+            sweep(base)

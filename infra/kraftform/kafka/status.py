@@ -35,7 +35,7 @@ def declared_groups(specs: SpecSet) -> tuple[str, ...]:
 
 #: Seconds each request may take: a probe answers within seconds even when a broker has just died and a request
 #: that went to it must be given up.
-REQUEST_S = 5.0
+REQUEST_S = 3.0
 
 
 def _min_isr(admin: Admin, topics: Sequence[str]) -> dict[str, int]:

@@ -7,9 +7,11 @@ batches, one DescribeQuorum, one ListOffsets, one OffsetFetch per declared consu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import concurrent.futures
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
@@ -36,6 +38,20 @@ def declared_groups(specs: SpecSet) -> tuple[str, ...]:
 #: Seconds each request may take: a probe answers within seconds even when a broker has just died and a request
 #: that went to it must be given up.
 REQUEST_S = 3.0
+#: How long to wait for a request's answer: longer than librdkafka's own request timeout, so librdkafka settles
+#: every request first. A client destroyed with a request still pending trips an assertion inside librdkafka
+#: (`rd_kafka_enq_once_del_source_return`) and aborts the process: seen in the exporter after a broker died.
+WAIT_S = REQUEST_S + 5.0
+
+
+@contextlib.contextmanager
+def _settling(futures: Iterable[concurrent.futures.Future[Any]]) -> Iterator[None]:
+    """However the waiting ends (an answer, or a cause known early: a refused connection), leave only once
+    librdkafka has settled every request (it does within REQUEST_S)."""
+    try:
+        yield
+    finally:
+        concurrent.futures.wait(list(futures), timeout=WAIT_S)
 
 
 def _min_isr(admin: Admin, topics: Sequence[str]) -> dict[str, int]:
@@ -43,17 +59,19 @@ def _min_isr(admin: Admin, topics: Sequence[str]) -> dict[str, int]:
     for batch in batches(list(topics), CONFIG_BATCH):
         futures = admin.client.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in batch],
                                                 request_timeout=REQUEST_S)
-        for resource, future in futures.items():
-            entry = admin.wait(future, f"describe configs of topic {resource.name!r}", REQUEST_S).get(MIN_ISR)
-            if entry is not None and entry.value is not None:
-                found[resource.name] = int(entry.value)
+        with _settling(futures.values()):
+            for resource, future in futures.items():
+                entry = admin.wait(future, f"describe configs of topic {resource.name!r}", WAIT_S).get(MIN_ISR)
+                if entry is not None and entry.value is not None:
+                    found[resource.name] = int(entry.value)
     return found
 
 
 def _group_positions(admin: Admin, group: str) -> dict[tuple[str, int], int] | None:
     futures = admin.client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
                                                        request_timeout=REQUEST_S)
-    result = admin.wait(futures[group], f"fetch the offsets of group {group!r}", REQUEST_S)
+    with _settling(futures.values()):
+        result = admin.wait(futures[group], f"fetch the offsets of group {group!r}", WAIT_S)
     positions = {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions or [] if tp.offset >= 0}
     return positions or None
 
@@ -63,7 +81,9 @@ def _end_offsets(admin: Admin, wanted: Sequence[TopicPartition]) -> dict[tuple[s
         return {}
     latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
     futures = admin.client.list_offsets(dict.fromkeys(wanted, latest), request_timeout=REQUEST_S)
-    return {(tp.topic, tp.partition): admin.wait(f, "list offsets", REQUEST_S).offset for tp, f in futures.items()}
+    with _settling(futures.values()):
+        return {(tp.topic, tp.partition): admin.wait(f, "list offsets", WAIT_S).offset
+                for tp, f in futures.items()}
 
 
 def unreachable_brokers(brokers: Mapping[int, tuple[str, int]], timeout: float = 1.0) -> dict[int, str]:

@@ -8,7 +8,6 @@ cluster once (cached for a few seconds, so two Prometheus servers do not double 
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 import threading
 import time
@@ -46,7 +45,7 @@ def certificates(state_dir: Path | None, connection: Connection) -> dict[str, fl
     ends = {}
     for name, pem in pems.items():
         cert = x509.load_pem_x509_certificate(pem.encode())
-        ends[name] = cert.not_valid_after_utc.replace(tzinfo=dt.UTC).timestamp()
+        ends[name] = cert.not_valid_after_utc.timestamp()
     return ends
 
 

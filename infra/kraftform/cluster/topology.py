@@ -32,6 +32,8 @@ class Node:
     broker_index: int | None = None
     #: JVM heap; brokers need more as partitions grow (about 384 MiB per few thousand replicas).
     heap_bytes: int = DEFAULT_CONTROLLER_HEAP
+    #: Start fast rather than run fast (`ClusterSpec.quick_start`).
+    quick_start: bool = False
 
     @property
     def is_broker(self) -> bool:
@@ -65,12 +67,12 @@ def topology(cluster: ClusterSpec) -> Topology:
         for i in range(cluster.brokers):
             roles: tuple[Role, ...] = ("broker", "controller") if i < cluster.controllers else ("broker",)
             nodes.append(Node(i + 1, f"{cluster.name}-node-{i}", roles, cluster.rack_of(i), i,
-                              cluster.broker_heap_bytes))
+                              cluster.broker_heap_bytes, cluster.quick_start))
     else:
         for i in range(cluster.controllers):
             nodes.append(Node(CONTROLLER_ID_BASE + i + 1, f"{cluster.name}-controller-{i}", ("controller",),
-                              heap_bytes=cluster.controller_heap_bytes))
+                              heap_bytes=cluster.controller_heap_bytes, quick_start=cluster.quick_start))
         for i in range(cluster.brokers):
             nodes.append(Node(i + 1, f"{cluster.name}-broker-{i}", ("broker",), cluster.rack_of(i), i,
-                              cluster.broker_heap_bytes))
+                              cluster.broker_heap_bytes, cluster.quick_start))
     return Topology(cluster, tuple(nodes))

@@ -121,4 +121,4 @@ def wait_healthy(connection: Connection, expected_brokers: int, timeout: float =
         return describe_health(connection, timeout=5.0)
 
     return poll(f"a healthy cluster ({expected_brokers} brokers, a record written and read back)", timeout,
-                attempt, interval=1.0, retry_on=(KafkaException, KraftformError, TimeoutError))
+                attempt, interval=0.25, retry_on=(KafkaException, KraftformError, TimeoutError))

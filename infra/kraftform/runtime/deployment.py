@@ -44,6 +44,8 @@ class NodeRecord:
     properties: dict[str, str] | None = None
     #: The Kafka version the node runs (None: the deployment's, recorded before nodes had their own).
     kafka_version: str | None = None
+    #: Started with `Node.quick_start`, so a restart keeps it.
+    quick_start: bool = False
 
 
 @dataclass
@@ -76,7 +78,7 @@ def started(rendered: RenderedNode, kafka_version: str, handle: str = "") -> Nod
     """The record of a node started from `rendered`."""
     node = rendered.node
     return NodeRecord(node.name, node.node_id, list(node.roles), handle, node.heap_bytes, dict(rendered.properties),
-                      kafka_version)
+                      kafka_version, node.quick_start)
 
 
 def save_secrets(state_dir: Path, secrets: ClusterSecrets) -> None:

@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
@@ -32,11 +33,14 @@ from kraftform.errors import ClusterUnhealthy, EnvironmentMissing
 from kraftform.kafka.health import ClusterHealth, wait_healthy
 from kraftform.monitoring.jmx import METRICS_FILE, METRICS_PORT
 from kraftform.plan.nodes import NodePlan, node_plan
+from kraftform.runtime import class_archive
 from kraftform.runtime import deployment as dep
 from kraftform.specset.model import DEFAULT_BROKER_HEAP, DEFAULT_CONTROLLER_HEAP, ClusterSpec
 from kraftform.waiting import until
 
 FORMAT_TIMEOUT = 120
+#: the line `_start` writes to a node's log before its process's own output.
+START_MARKER = "=== kraftform: starting"
 
 
 def loopback_base(state_dir: Path) -> str:
@@ -62,8 +66,9 @@ def local_bootstrap(topo: Topology, state_dir: Path) -> str:
 
 
 def local_endpoints(topo: Topology, state_dir: Path) -> dict[str, tuple[str, str]]:
-    """Each node's metrics, on its own loopback address."""
-    return {n.name: (",".join(n.roles), f"{local_host(n.node_id, state_dir)}:{METRICS_PORT}") for n in topo.nodes}
+    """Each node's metrics, on its own loopback address (none for quick-start nodes: they serve none)."""
+    return {n.name: (",".join(n.roles), f"{local_host(n.node_id, state_dir)}:{METRICS_PORT}") for n in topo.nodes
+            if not n.quick_start}
 
 
 def java_binary() -> str:
@@ -82,6 +87,10 @@ class LocalRuntime:
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir.resolve()
+        #: the processes this object started, by pid: how one that exited ended (its status is ours to read).
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+        #: the node writing the class archive at its exit: its process, the dump's path, its Kafka version.
+        self._dumping: tuple[subprocess.Popen[bytes], Path, str] | None = None
 
     def node_dir(self, name: str) -> Path:
         return self.state_dir / "nodes" / name
@@ -119,16 +128,39 @@ class LocalRuntime:
         holds; the record gets the new process id."""
         roles = cast(tuple[Role, ...], tuple(record.roles))
         heap = record.heap_bytes or (DEFAULT_BROKER_HEAP if "broker" in roles else DEFAULT_CONTROLLER_HEAP)
-        node = Node(record.node_id, record.name, roles, heap_bytes=heap)
+        node = Node(record.node_id, record.name, roles, heap_bytes=heap, quick_start=record.quick_start)
         paths = self._node_paths(node.name)
         log = open(self.node_dir(node.name) / LOG_FILE, "ab")  # noqa: SIM115 - handed to the child
-        # A node whose files predate the metrics agent has no rules for it: it starts without metrics.
-        metrics = local_host(node.node_id, self.state_dir) if (Path(paths.config_dir) / METRICS_FILE).is_file() else ""
-        cmd = [java_binary(), *server_args(node, paths, _classpath(record.kafka_version or kafka_version), metrics)]
+        # Where this process's output starts: a node that dies before writing is not blamed on its predecessor.
+        log.write(f"{START_MARKER} {node.name} at {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+        log.flush()
+        # A node whose files predate the metrics agent has no rules for it: it starts without metrics. A test
+        # cluster's nodes (quick start) serve none: nothing scrapes them, and six agents cost 2 s of its start.
+        with_metrics = (Path(paths.config_dir) / METRICS_FILE).is_file() and not record.quick_start
+        metrics = local_host(node.node_id, self.state_dir) if with_metrics else ""
+        version = record.kafka_version or kafka_version
+        archive, dump = self._class_archive(record, version)
+        cmd = [java_binary(), *server_args(node, paths, _classpath(version), metrics, archive)]
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, cwd=self.node_dir(node.name))
         log.close()
+        self._children[proc.pid] = proc
+        if dump is not None:
+            self._dumping = (proc, dump, version)
         record.handle = str(proc.pid)
+
+    def _class_archive(self, record: dep.NodeRecord, kafka_version: str) -> tuple[tuple[str, ...], Path | None]:
+        """A quick-start node maps the archive of Kafka's classes; without one yet, one node per cluster writes it
+        as it exits (`stop` adopts it). Returns the JVM options and where the dump goes, if this node dumps."""
+        if not record.quick_start:
+            return (), None
+        archive = class_archive.archive_path(kafka_version, java_binary())
+        if archive.is_file():
+            return class_archive.use_options(archive), None
+        if self._dumping is not None:
+            return (), None
+        target = class_archive.dump_target(archive, record.name)
+        return class_archive.dump_options(target), target
 
     def render(self, cluster: ClusterSpec, secrets: ClusterSecrets) -> tuple[RenderedNode, ...]:
         topo = topology(cluster)
@@ -271,7 +303,13 @@ class LocalRuntime:
             shutil.rmtree(self.node_dir(name), ignore_errors=True)
 
     def last_error(self, name: str) -> str:
-        return last_error_line(tail(self.node_dir(name) / LOG_FILE))
+        """The last error its current process logged, and how that process ended if it did."""
+        record = dep.load(self.state_dir).node(name)
+        child = self._children.get(int(record.handle)) if record.handle.isdigit() else None
+        status = child.poll() if child is not None else None
+        ended = "" if status is None else f"exited with status {status}" if status >= 0 else \
+            f"was killed by {signal.Signals(-status).name}"
+        return last_error_line(tail(self.node_dir(name) / LOG_FILE)) + (f" (the process {ended})" if ended else "")
 
     def set_bootstrap(self, cluster: ClusterSpec) -> None:
         """After brokers were added or removed: the client files list the brokers that now run."""
@@ -299,6 +337,12 @@ class LocalRuntime:
                 if not self._wait_gone(record, 30) and self._alive(record):
                     os.kill(int(record.handle), signal.SIGKILL)
                     self._wait_gone(record, 10)
+        if self._dumping is not None:
+            proc, target, version = self._dumping
+            self._dumping = None
+            code = proc.poll()
+            class_archive.adopt(target, class_archive.archive_path(version, java_binary()),
+                                code is not None and code >= 0)
 
     def down(self, purge: bool = False) -> None:
         self.stop()
@@ -332,7 +376,12 @@ def tail(path: Path, size: int = 64 * 1024) -> str:
 
 
 def last_error_line(log: str) -> str:
-    """A node log's last ERROR or FATAL line, with the exception line after it: why it did not come up."""
+    """A node log's last ERROR or FATAL line, with the exception line after it: why it did not come up. Only the
+    current process's part of the log counts (after the last start marker)."""
+    if START_MARKER in log:
+        log = log.rsplit(START_MARKER, 1)[1].partition("\n")[2]
+        if not log.strip():
+            return "(its process wrote nothing to its log)"
     lines = log.splitlines()
     for i in range(len(lines) - 1, -1, -1):
         if " ERROR " in lines[i] or " FATAL " in lines[i]:

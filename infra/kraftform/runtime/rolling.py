@@ -291,8 +291,8 @@ def roll(runtime: Nodes, cluster: ClusterSpec, restarts: list[NodeStep], rendere
                 back = "it was started again with its previous configuration and is back"
             except RollHalted as again:
                 back = f"it was started again with its previous configuration, which is not back either: {again}"
-            raise RollHalted(f"{node.name} did not come back with its new configuration within "
-                             f"{options.node_timeout_s:.0f} s ({exc}); its log's last error: {cause}. {back}. "
+            raise RollHalted(f"{node.name} did not come back with its new configuration ({exc}); "
+                             f"its log's last error: {cause}. {back}. "
                              f"{_untouched(order[number:])}") from None
         runtime.settle_node(node.name)
         progress(f"{label}: back in {time.monotonic() - started:.1f} s")

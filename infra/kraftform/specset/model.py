@@ -158,6 +158,9 @@ class ClusterSpec:
     conventions: Conventions = Conventions()
     load: Load | None = None
     spark: SparkSpec = SparkSpec()
+    #: JVMs that start fast rather than run fast (only the client compiler): for clusters that live minutes.
+    #: Not a spec field: `kraftform.testing` sets it on its test clusters.
+    quick_start: bool = False
     location: Location = _loc()
 
     def __post_init__(self) -> None:

@@ -5,7 +5,7 @@ fewer processes. Pure.
 combined node (one JVM: broker and controller) with the same listeners, users, ACLs, quotas and authorizer;
 a topic's replication factor and min.insync.replicas are capped at what one broker can hold, which is the one
 thing a test on it cannot see. Every user gets a password made for the cluster (the production secrets are
-not needed, nor wanted, in a test run).
+not needed, nor wanted, in a test run). Both start their JVMs for a life of minutes (`ClusterSpec.quick_start`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def for_tests(specs: SpecSet, topology: Topology, name: str) -> SpecSet:
     # Per-node settings follow the nodes' new names (they start with the cluster's).
     node_config = {f"{name}-{node[len(old):]}" if node.startswith(old) else node: settings
                    for node, settings in cluster.node_config.items()}
-    cluster = dataclasses.replace(cluster, name=name, node_config=node_config)
+    cluster = dataclasses.replace(cluster, name=name, node_config=node_config, quick_start=True)
     topics = specs.topics
     if topology == "fast":
         cluster = dataclasses.replace(cluster, mode="combined", brokers=1, controllers=1, racks=(), node_config={},

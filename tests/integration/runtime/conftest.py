@@ -91,4 +91,7 @@ def own_cluster(base: Path, runtime_name: str, **cluster: Any) -> Iterator[Day2]
     try:
         yield Day2(specs, base / "state", runtime)
     finally:
+        # The nodes' logs outlive the purge, in pytest's kept temporary directories: what a failure looks into.
+        for log in (base / "state" / "nodes").glob("*/kafka.log"):
+            shutil.copy(log, base / f"{log.parent.name}.log")
         runtime.down(purge=True)

@@ -36,3 +36,12 @@ def test_heaps_come_from_the_spec_and_reach_the_jvm_options() -> None:
     options = {n.name: java_options(n, NodePaths("/c", "/d")) for n in topology(spec).nodes}
     assert "-Xmx1024m" in options["heaps-broker-0"] and "-Xms1024m" in options["heaps-broker-0"]
     assert "-Xmx256m" in options["heaps-controller-0"]
+    assert not any("TieredStopAtLevel" in o for opts in options.values() for o in opts)  # production: C2 too
+
+
+def test_quick_start_nodes_run_the_client_compiler_only() -> None:
+    from kraftform.cluster.config import NodePaths
+    from kraftform.cluster.render import java_options
+
+    spec = ClusterSpec("quick", 3, "4.3.1", quick_start=True)
+    assert all("-XX:TieredStopAtLevel=1" in java_options(n, NodePaths("/c", "/d")) for n in topology(spec).nodes)

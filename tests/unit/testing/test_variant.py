@@ -24,6 +24,7 @@ def test_faithful_keeps_the_cluster_section_under_a_name_of_its_own() -> None:
         SPECS.cluster.brokers, SPECS.cluster.controllers, SPECS.cluster.racks, SPECS.cluster.mode)
     assert made.topics == SPECS.topics and made.acls == SPECS.acls and made.quotas == SPECS.quotas
     assert all(n.name.startswith("t1-ab12-") for n in topology(made.cluster).nodes)
+    assert made.cluster.quick_start and not SPECS.cluster.quick_start
 
 
 def test_fast_is_one_combined_node_with_replication_capped_and_security_kept() -> None:

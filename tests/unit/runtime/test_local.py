@@ -1,0 +1,26 @@
+"""What a roll says about a node that did not come back: only its current process's part of the log counts."""
+
+from kraftform.runtime.local import START_MARKER, last_error_line
+
+EARLIER = ("[2026-11-24 14:00:00,000] ERROR an earlier process's failure (kafka.Kafka$)\n"
+           "[2026-11-24 14:06:49,092] INFO App info kafka.server for 3 unregistered\n")
+
+
+def test_the_last_error_of_the_current_process_with_its_exception_line() -> None:
+    log = (f"{EARLIER}{START_MARKER} broker-2 at 2026-11-24 14:07:00\n"
+           "[2026-11-24 14:07:03,000] ERROR Exiting Kafka due to fatal exception (kafka.Kafka$)\n"
+           "java.lang.IllegalArgumentException: requirement failed\n"
+           "[2026-11-24 14:07:03,100] INFO shut down completed\n")
+    assert last_error_line(log) == ("[2026-11-24 14:07:03,000] ERROR Exiting Kafka due to fatal exception "
+                                    "(kafka.Kafka$) / java.lang.IllegalArgumentException: requirement failed")
+
+
+def test_a_process_that_wrote_nothing_is_not_blamed_on_its_predecessor() -> None:
+    assert last_error_line(f"{EARLIER}{START_MARKER} broker-2 at 2026-11-24 14:07:00\n") == \
+        "(its process wrote nothing to its log)"
+
+
+def test_without_an_error_the_last_line_and_without_a_marker_the_whole_log() -> None:
+    assert last_error_line(f"{START_MARKER} b\n[x] INFO started\n") == "[x] INFO started"
+    assert last_error_line(EARLIER).startswith("[2026-11-24 14:00:00,000] ERROR an earlier")
+    assert last_error_line("") == "(its log is empty)"

@@ -2,8 +2,9 @@
 
 Every node listens on 127.A.0.N with the same ports a container would use, so the rendered configs
 differ from the Docker runtime's only in addresses and paths. The second octet A is derived from the
-state directory, so two clusters on one machine do not collide. Processes run detached (their own
-session) and survive the command that started them; `down` stops them.
+state directory, skipping ranges where another cluster answers, and recorded there, so two clusters on one
+machine do not collide. Processes run detached (their own session) and survive the command that started them;
+`down` stops them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import hashlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Sequence
@@ -28,7 +30,15 @@ from kraftform.cluster.render import (
     render_cluster,
     server_args,
 )
-from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_ID_BASE, Node, Role, Topology, topology
+from kraftform.cluster.topology import (
+    CLIENT_PORT,
+    CONTROLLER_ID_BASE,
+    CONTROLLER_PORT,
+    Node,
+    Role,
+    Topology,
+    topology,
+)
 from kraftform.errors import ClusterUnhealthy, EnvironmentMissing
 from kraftform.kafka.health import ClusterHealth, wait_healthy
 from kraftform.monitoring.jmx import METRICS_FILE, METRICS_PORT
@@ -43,9 +53,44 @@ FORMAT_TIMEOUT = 120
 START_MARKER = "=== kraftform: starting"
 
 
+#: The loopback range a local cluster was given when it was made (`claim_loopback_base`), in its state directory.
+LOOPBACK_FILE = "loopback"
+RANGES = 200
+
+
+def _derived_range(state_dir: Path) -> int:
+    return hashlib.sha256(str(state_dir.resolve()).encode()).digest()[0] % RANGES
+
+
 def loopback_base(state_dir: Path) -> str:
-    digest = hashlib.sha256(str(state_dir.resolve()).encode()).digest()
-    return f"127.{20 + digest[0] % 200}."
+    """The cluster's range "127.A.": the one recorded when it was made; else (a cluster made before ranges were
+    recorded, or one not made yet) the range its state directory's path derives."""
+    try:
+        return (state_dir / LOOPBACK_FILE).read_text().strip()
+    except OSError:
+        return f"127.{20 + _derived_range(state_dir)}."
+
+
+def claim_loopback_base(state_dir: Path) -> str:
+    """A new cluster's range, recorded: its state directory's derived one unless another cluster answers there (two
+    paths derive the same range one time in 200: the second cluster's nodes then could not bind), else the next
+    free one."""
+    first = _derived_range(state_dir)
+    for i in range(RANGES):
+        base = f"127.{20 + (first + i) % RANGES}."
+        probes = ((f"{base}0.1", CLIENT_PORT), (f"{base}0.1", METRICS_PORT), (f"{base}1.1", CONTROLLER_PORT),
+                  (f"{base}1.1", METRICS_PORT))
+        if not any(listening(host, port) for host, port in probes):
+            state_dir.mkdir(parents=True, exist_ok=True)
+            (state_dir / LOOPBACK_FILE).write_text(base + "\n")
+            return base
+    raise EnvironmentMissing(f"no free loopback range for another local cluster: all {RANGES} have one listening")
+
+
+def listening(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
 
 
 def local_host(node_id: int, state_dir: Path) -> str:
@@ -187,6 +232,7 @@ class LocalRuntime:
             dep.save(self.state_dir, deployment)
         else:
             ensure_kafka(cluster.kafka_version)
+            claim_loopback_base(self.state_dir)
             addr = local_addressing(topo, self.state_dir)
             secrets = make_secrets(topo, addr, admin_password)
             dep.save_secrets(self.state_dir, secrets)

@@ -69,33 +69,29 @@ def sweep(base: Path) -> list[str]:
     return removed
 
 
-def _listening(host: str, port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.2)
-        return s.connect_ex((host, port)) == 0
-
-
 def _local_dir(base: Path, name_hint: str) -> Path:
     """A directory whose loopback range (`runtime.local.loopback_base`) no live test cluster uses and where
     nothing listens."""
-    from kraftform.runtime.local import loopback_base
+    from kraftform.runtime.local import listening, loopback_base
 
     taken = {loopback_base(d) for d in base.glob("*") if d.is_dir()}
     for _ in range(200):
         candidate = base / f"{name_hint}-{uuid.uuid4().hex[:6]}"
         prefix = loopback_base(candidate)
-        if prefix not in taken and not _listening(f"{prefix}0.1", 9092):
+        if prefix not in taken and not listening(f"{prefix}0.1", 9092):
             return candidate
     raise UsageError(f"no free loopback range for another test cluster under {base}: too many are running")
 
 
 def _free_base_port(span: int = 500) -> int:
     """A published port base for a Docker test cluster: its listeners at base..base+N and metrics at base+300..."""
+    from kraftform.runtime.local import listening
+
     for _ in range(100):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = int(s.getsockname()[1])
-        if port + span < 65535 and not any(_listening("127.0.0.1", port + i) for i in (0, 1, 2, 301, 401)):
+        if port + span < 65535 and not any(listening("127.0.0.1", port + i) for i in (0, 1, 2, 301, 401)):
             return port
     raise UsageError("no free ports for a Docker test cluster")
 

@@ -87,8 +87,8 @@ def own_cluster(base: Path, runtime_name: str, **cluster: Any) -> Iterator[Day2]
         build_kafka(client, [])
         clear_leftovers(client, doc["cluster"]["name"])
     runtime = get_runtime(runtime_name, base / "state")
-    runtime.up(load_specs(specs).cluster, timeout=300)
     try:
+        runtime.up(load_specs(specs).cluster, timeout=300)
         yield Day2(specs, base / "state", runtime)
     finally:
         # The nodes' logs outlive the purge, in pytest's kept temporary directories: what a failure looks into.

@@ -1,6 +1,10 @@
 """What a roll says about a node that did not come back: only its current process's part of the log counts."""
 
-from kraftform.runtime.local import START_MARKER, last_error_line
+import socket
+from pathlib import Path
+
+from kraftform.cluster.topology import CLIENT_PORT
+from kraftform.runtime.local import START_MARKER, claim_loopback_base, last_error_line, loopback_base
 
 EARLIER = ("[2026-11-24 14:00:00,000] ERROR an earlier process's failure (kafka.Kafka$)\n"
            "[2026-11-24 14:06:49,092] INFO App info kafka.server for 3 unregistered\n")
@@ -24,3 +28,18 @@ def test_without_an_error_the_last_line_and_without_a_marker_the_whole_log() -> 
     assert last_error_line(f"{START_MARKER} b\n[x] INFO started\n") == "[x] INFO started"
     assert last_error_line(EARLIER).startswith("[2026-11-24 14:00:00,000] ERROR an earlier")
     assert last_error_line("") == "(its log is empty)"
+
+
+def test_a_new_cluster_skips_a_loopback_range_where_another_cluster_answers(tmp_path: Path) -> None:
+    # Two state directories can derive the same range; the second cluster made there could not bind.
+    state = tmp_path / "state"
+    derived = loopback_base(state)
+    with socket.socket() as other:  # another cluster's first broker in that range
+        other.bind((f"{derived}0.1", CLIENT_PORT))
+        other.listen()
+        claimed = claim_loopback_base(state)
+    assert claimed != derived and claimed.startswith("127.")
+    assert loopback_base(state) == claimed  # recorded: every later command finds the same addresses
+    free = tmp_path / "free"
+    derived_free = loopback_base(free)  # nothing listens there: the derived range is kept
+    assert claim_loopback_base(free) == derived_free and (free / "loopback").read_text() == f"{derived_free}\n"

@@ -7,6 +7,7 @@ batches, one DescribeQuorum, one ListOffsets, one OffsetFetch per declared consu
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -42,6 +43,7 @@ REQUEST_S = 3.0
 #: every request first. A client destroyed with a request still pending trips an assertion inside librdkafka
 #: (`rd_kafka_enq_once_del_source_return`) and aborts the process: seen in the exporter after a broker died.
 WAIT_S = REQUEST_S + 5.0
+_RECENT: collections.deque[Admin] = collections.deque(maxlen=8)
 
 
 @contextlib.contextmanager
@@ -112,6 +114,10 @@ def observe_status(connection: Connection, specs: SpecSet,
     offsets on a partition whose leader just died) is reported as such, never waited on for long.
     `spark_positions`: each Spark consumer's checkpointed offsets (None: not started)."""
     admin = Admin(connection)
+    # Kept, not destroyed at return: a request abandoned on an early cause may still be pending in librdkafka, and
+    # destroying its client then aborts the process (the exporter, under a broker's death). The last few observers'
+    # clients stay; one leaves only after several later observations, long after its requests settled.
+    _RECENT.append(admin)
     # One Metadata read: the brokers it lists are the registered, unfenced ones (DescribeCluster could go to a
     # broker that has just died and wait for it).
     metadata = admin.metadata(timeout=10.0)

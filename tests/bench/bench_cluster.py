@@ -67,7 +67,7 @@ def bench_plaintext(work: Path) -> tuple[float, int]:
     proc = subprocess.Popen([java_binary(), "-Xms384m", "-Xmx384m", "-cp", classpath, "kafka.Kafka", str(props)],
                             stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_healthy(Connection(f"127.0.0.1:{port}"), 1, 240)
+        wait_healthy(Connection(f"127.0.0.1:{port}"), {1: "broker"}, 240)
         seconds = time.monotonic() - started
         rss = _rss(proc.pid)
     finally:

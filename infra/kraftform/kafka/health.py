@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -110,15 +110,27 @@ def poll_health(connection: Connection, until: Callable[[ClusterHealth], bool],
         return seen[-1]
 
 
-def wait_healthy(connection: Connection, expected_brokers: int, timeout: float = 180.0) -> ClusterHealth:
-    """Poll until every broker is registered and a round trip succeeds, or raise with the last error."""
+def wait_healthy(connection: Connection, brokers: Mapping[int, str], timeout: float = 180.0,
+                 last_error: Callable[[str], str] | None = None) -> ClusterHealth:
+    """Poll until every broker in `brokers` (id: node name) is registered and a round trip succeeds. On timeout
+    the error names each broker that never registered, with `last_error(its name)`: why it did not (its
+    log's last error) is what a user needs next, not a count."""
+    missing: list[int] = []
 
     def attempt() -> ClusterHealth:
         health = describe_health(connection, timeout=5.0)
-        if len(health.brokers) < expected_brokers:
-            raise NotYet(f"{len(health.brokers)} of {expected_brokers} brokers registered")
-        round_trip(connection, min(3, expected_brokers), timeout=20.0)
+        missing[:] = sorted(set(brokers) - set(health.brokers))
+        if missing:
+            raise NotYet(f"{len(brokers) - len(missing)} of {len(brokers)} brokers registered, not "
+                         + ", ".join(brokers[b] for b in missing))
+        round_trip(connection, min(3, len(brokers)), timeout=20.0)
         return describe_health(connection, timeout=5.0)
 
-    return poll(f"a healthy cluster ({expected_brokers} brokers, a record written and read back)", timeout,
-                attempt, interval=0.25, retry_on=(KafkaException, KraftformError, TimeoutError))
+    try:
+        return poll(f"a healthy cluster ({len(brokers)} brokers, a record written and read back)", timeout,
+                    attempt, interval=0.25, retry_on=(KafkaException, KraftformError, TimeoutError))
+    except ClusterUnhealthy as exc:
+        if not missing or last_error is None:
+            raise
+        causes = "; ".join(f"{brokers[b]}'s last error: {last_error(brokers[b])}" for b in missing)
+        raise ClusterUnhealthy(f"{exc}; {causes}") from None

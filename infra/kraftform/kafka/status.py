@@ -1,25 +1,25 @@
 """One look at a cluster for `kraftform status` and the lag exporter: brokers, the quorum, the declared topics'
 partitions and min.insync.replicas, declared consumers' positions and the end offsets they are measured against.
 
-A handful of requests whatever the cluster's size: one DescribeCluster, one Metadata, DescribeConfigs in
-batches, one DescribeQuorum, one ListOffsets, one OffsetFetch per declared consumer group.
+A handful of requests whatever the cluster's size: one Metadata, DescribeConfigs in
+batches, one DescribeQuorum, one ListOffsets, one OffsetFetch per declared consumer group (from a
+consumer that does not join it).
 """
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
 from kafka.errors import KafkaError as PyKafkaError
 
 from kraftform.cluster.connection import Connection
-from kraftform.errors import KraftformError
+from kraftform.errors import ConnectionFailed, KraftformError
 from kraftform.kafka.admin import Admin, batches
 from kraftform.kafka.gates import read_quorum
 from kraftform.kafka.observe import CONFIG_BATCH
@@ -40,10 +40,8 @@ def declared_groups(specs: SpecSet) -> tuple[str, ...]:
 #: that went to it must be given up.
 REQUEST_S = 3.0
 #: How long to wait for a request's answer: longer than librdkafka's own request timeout, so librdkafka settles
-#: every request first. A client destroyed with a request still pending trips an assertion inside librdkafka
-#: (`rd_kafka_enq_once_del_source_return`) and aborts the process: seen in the exporter after a broker died.
+#: every request before its client goes.
 WAIT_S = REQUEST_S + 5.0
-_RECENT: collections.deque[Admin] = collections.deque(maxlen=8)
 
 
 @contextlib.contextmanager
@@ -69,12 +67,23 @@ def _min_isr(admin: Admin, topics: Sequence[str]) -> dict[str, int]:
     return found
 
 
-def _group_positions(admin: Admin, group: str) -> dict[tuple[str, int], int] | None:
-    futures = admin.client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
-                                                       request_timeout=REQUEST_S)
-    with _settling(futures.values()):
-        result = admin.wait(futures[group], f"fetch the offsets of group {group!r}", WAIT_S)
-    positions = {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions or [] if tp.offset >= 0}
+def _group_positions(connection: Connection, group: str,
+                     partitions: Sequence[TopicPartition]) -> dict[tuple[str, int], int] | None:
+    """The group's committed offsets on `partitions`, read by a consumer that never joins the group (its
+    OffsetFetch goes through the consumer's coordinator path). Not the Admin API's ListConsumerGroupOffsets:
+    librdkafka frees that request's state when its coordinator connection drops and then reads it again,
+    aborting the process (librdkafka issue 4605, pull request 5397): the exporter, after a broker restart."""
+    if not partitions:
+        return None
+    consumer = Consumer({**connection.librdkafka(), "group.id": group, "enable.auto.commit": False})
+    try:
+        committed = consumer.committed(list(partitions), timeout=REQUEST_S)
+    except KafkaException as exc:
+        raise ConnectionFailed(f"cannot fetch the offsets of group {group!r} on {connection.bootstrap}: "
+                               f"{exc.args[0].str()}") from None
+    finally:
+        consumer.close()
+    positions = {(tp.topic, tp.partition): tp.offset for tp in committed if tp.error is None and tp.offset >= 0}
     return positions or None
 
 
@@ -114,10 +123,6 @@ def observe_status(connection: Connection, specs: SpecSet,
     offsets on a partition whose leader just died) is reported as such, never waited on for long.
     `spark_positions`: each Spark consumer's checkpointed offsets (None: not started)."""
     admin = Admin(connection)
-    # Kept, not destroyed at return: a request abandoned on an early cause may still be pending in librdkafka, and
-    # destroying its client then aborts the process (the exporter, under a broker's death). The last few observers'
-    # clients stay; one leaves only after several later observations, long after its requests settled.
-    _RECENT.append(admin)
     # One Metadata read: the brokers it lists are the registered, unfenced ones (DescribeCluster could go to a
     # broker that has just died and wait for it).
     metadata = admin.metadata(timeout=10.0)
@@ -139,8 +144,11 @@ def observe_status(connection: Connection, specs: SpecSet,
     quorum = attempt("the controller quorum", lambda: read_quorum(connection))
     consumers = [ConsumerPosition(c.name, "spark", tuple(c.topics), spark_positions.get(c.name),
                                   lag_limit(c.profile)) for c in specs.consumers]
+    every_partition = [TopicPartition(name, p) for name, topic in sorted(metadata.topics.items())
+                       if not name.startswith("__") for p in topic.partitions]
     for group in declared_groups(specs):
-        positions = attempt(f"the offsets of consumer group {group}", partial(_group_positions, admin, group))
+        positions = attempt(f"the offsets of consumer group {group}",
+                            partial(_group_positions, connection, group, every_partition))
         topics = tuple(sorted({t for t, _ in positions})) if positions else ()
         consumers.append(ConsumerPosition(group, "group", topics, positions, lag_limit(None)))
     wanted = [TopicPartition(t, p) for t in sorted({t for c in consumers for t in c.topics})

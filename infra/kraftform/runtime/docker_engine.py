@@ -117,7 +117,8 @@ class DockerRuntime:
                 {"network": specs[0].network, "image": self._image(cluster.kafka_version)})
             dep.save(self.state_dir, deployment)
             dep.write_endpoints(self.state_dir, metrics_endpoints(specs))
-        return wait_healthy(dep.admin_config(self.state_dir), cluster.brokers, timeout)
+        return wait_healthy(dep.admin_config(self.state_dir), {n.node_id: n.name for n in topo.brokers}, timeout,
+                            self.last_error)
 
     # --- what a roll and a resize do to single nodes (`runtime.rolling.Nodes`) ---------------------------
     def _spec(self, cluster: ClusterSpec, name: str) -> ContainerSpec:

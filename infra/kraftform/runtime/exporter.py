@@ -1,8 +1,9 @@
 """kraftform's own Prometheus endpoint: what no Kafka MBean holds.
 
 Consumer lag as kraftform measures it (a Spark consumer's checkpoint against the end offsets; a consumer group's
-committed offsets), `status`'s verdict, and when the certificates kraftform made end. Each scrape looks at the
-cluster once (cached for a few seconds, so two Prometheus servers do not double the requests); a failed look is
+committed offsets), `status`'s verdict, and when the certificates kraftform made end. The exporter looks at the
+cluster every LOOK_EVERY_S on a thread of its own and a scrape gets the last look (so any number of Prometheus
+servers add no requests, and a slow cluster never makes a scrape time out); a failed or hung look is
 `kraftform_status_up 0`, never stale figures. Labels carry names only, never a secret.
 """
 
@@ -20,7 +21,13 @@ from kraftform.cluster.connection import Connection
 from kraftform.monitoring.status import Status
 from kraftform.specset.model import SpecSet
 
-CACHE_S = 3.0
+#: Seconds between the starts of two looks at the cluster (a look takes a fraction of a second when all is well).
+LOOK_EVERY_S = 2.0
+#: A scrape waits this long for the very first look, then answers `kraftform_status_up 0`.
+FIRST_LOOK_S = 5.0
+#: Figures older than this are not served: a look that hangs shows as `kraftform_status_up 0`. Above one look's
+#: worst case (every request of a look gives up after seconds: kafka.status).
+STALE_S = 45.0
 
 
 def _escape(value: str) -> str:
@@ -82,29 +89,48 @@ def render_metrics(cluster: str, status: Status | None, certs: dict[str, float])
 
 
 class _Looker:
-    """One status at a time, reused for CACHE_S."""
+    """Looks at the cluster on its own thread, one look after another, and keeps the last look's metrics: a scrape
+    answers at once whatever the cluster's latency (a look can take seconds when a broker has just died, longer
+    than a short scrape timeout; Prometheus then drops the connection and records nothing)."""
 
     def __init__(self, specs: SpecSet, connection: Connection, data_dir: Path, state_dir: Path | None) -> None:
         self.specs, self.connection, self.data_dir, self.state_dir = specs, connection, data_dir, state_dir
         self.lock = threading.Lock()
-        self.cached: tuple[float, str] = (0.0, "")
+        self.looked = threading.Event()
+        self.latest: tuple[float, str] = (0.0, "")
 
-    def metrics(self) -> str:
+    def start(self) -> None:
+        threading.Thread(target=self._loop, name="kraftform-exporter-look", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            started = time.monotonic()
+            self.look()
+            time.sleep(max(0.0, LOOK_EVERY_S - (time.monotonic() - started)))
+
+    def look(self) -> None:
         from kraftform.runtime.status import status_of
 
+        try:
+            status: Status | None = status_of(self.specs, self.connection, self.data_dir)
+        except Exception as exc:  # the metrics say `kraftform_status_up 0`, whatever failed
+            print(f"kraftform exporter: cannot read the cluster: {type(exc).__name__}: {exc}", file=sys.stderr,
+                  flush=True)
+            status = None
+        text = render_metrics(self.specs.cluster.name, status, certificates(self.state_dir, self.connection))
         with self.lock:
-            at, text = self.cached
-            if time.monotonic() - at < CACHE_S:
-                return text
-            try:
-                status: Status | None = status_of(self.specs, self.connection, self.data_dir)
-            except Exception as exc:  # a scrape answers `kraftform_status_up 0`, whatever failed
-                print(f"kraftform exporter: cannot read the cluster: {type(exc).__name__}: {exc}", file=sys.stderr,
-                      flush=True)
-                status = None
-            text = render_metrics(self.specs.cluster.name, status, certificates(self.state_dir, self.connection))
-            self.cached = (time.monotonic(), text)
-            return text
+            self.latest = (time.monotonic(), text)
+        self.looked.set()
+
+    def metrics(self) -> str:
+        """The last look's metrics; `kraftform_status_up 0` when none is younger than STALE_S (a look that hangs
+        must not leave old figures standing)."""
+        self.looked.wait(FIRST_LOOK_S)
+        with self.lock:
+            at, text = self.latest
+        if not text or time.monotonic() - at > STALE_S:
+            return render_metrics(self.specs.cluster.name, None, certificates(self.state_dir, self.connection))
+        return text
 
 
 def handler(looker: _Looker) -> type[BaseHTTPRequestHandler]:
@@ -129,7 +155,9 @@ def handler(looker: _Looker) -> type[BaseHTTPRequestHandler]:
 def serve(specs: SpecSet, connection: Connection, data_dir: Path, state_dir: Path | None, host: str,
           port: int) -> None:
     """Serve /metrics until stopped (SIGTERM, Ctrl-C)."""
-    server = ThreadingHTTPServer((host, port), handler(_Looker(specs, connection, data_dir, state_dir)))
+    looker = _Looker(specs, connection, data_dir, state_dir)
+    looker.start()
+    server = ThreadingHTTPServer((host, port), handler(looker))
     try:
         server.serve_forever()
     finally:

@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,20 +72,65 @@ def loopback_base(state_dir: Path) -> str:
         return f"127.{20 + _derived_range(state_dir)}."
 
 
-def claim_loopback_base(state_dir: Path) -> str:
-    """A new cluster's range, recorded: its state directory's derived one unless another cluster answers there (two
-    paths derive the same range one time in 200: the second cluster's nodes then could not bind), else the next
-    free one."""
+#: Machine-wide: which local cluster holds which range (a file per range naming its state directory). Two
+#: clusters made at the same moment both find a range silent, neither listening yet; the one that creates the
+#: range's claim file first has it.
+CLAIMS_DIR = Path(tempfile.gettempdir()) / "kraftform-loopback"
+#: A claim this young is held even before its cluster recorded the range (it is being made).
+CLAIM_GRACE_S = 120.0
+
+
+def _claimed_by_another(claim: Path, state_dir: Path) -> bool:
+    try:
+        owner = Path(claim.read_text().strip())
+        age = time.time() - claim.stat().st_mtime
+        if owner == state_dir.resolve():
+            return False
+        return age < CLAIM_GRACE_S or (owner / LOOPBACK_FILE).read_text().strip() == f"127.{claim.name}."
+    except OSError:  # no claim, or its cluster's directory is gone (purged, or never made)
+        return False
+
+
+def _claim(claim: Path, state_dir: Path) -> bool:
+    if _claimed_by_another(claim, state_dir):
+        return False
+    claim.parent.mkdir(parents=True, exist_ok=True)
+    claim.unlink(missing_ok=True)  # stale, or this directory's own
+    try:
+        fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:  # another cluster claimed it in between
+        return False
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{state_dir.resolve()}\n")
+    return True
+
+
+def claim_loopback_base(state_dir: Path, claims: Path = CLAIMS_DIR) -> str:
+    """A new cluster's range, claimed and recorded: its state directory's derived one unless another cluster holds
+    it or answers there (two paths derive the same range one time in 200: the second cluster's nodes then could not
+    bind), else the next free one."""
     first = _derived_range(state_dir)
     for i in range(RANGES):
-        base = f"127.{20 + (first + i) % RANGES}."
+        octet = 20 + (first + i) % RANGES
+        base = f"127.{octet}."
         probes = ((f"{base}0.1", CLIENT_PORT), (f"{base}0.1", METRICS_PORT), (f"{base}1.1", CONTROLLER_PORT),
                   (f"{base}1.1", METRICS_PORT))
-        if not any(listening(host, port) for host, port in probes):
+        if not any(listening(host, port) for host, port in probes) and _claim(claims / str(octet), state_dir):
             state_dir.mkdir(parents=True, exist_ok=True)
             (state_dir / LOOPBACK_FILE).write_text(base + "\n")
             return base
-    raise EnvironmentMissing(f"no free loopback range for another local cluster: all {RANGES} have one listening")
+    raise EnvironmentMissing(f"no free loopback range for another local cluster: all {RANGES} are held or have one "
+                             f"listening (claims in {claims})")
+
+
+def release_loopback_base(state_dir: Path, claims: Path = CLAIMS_DIR) -> None:
+    """A purged cluster's range is free again at once (a claim whose directory is gone would be, later)."""
+    try:
+        claim = claims / loopback_base(state_dir).removeprefix("127.").rstrip(".")
+        if Path(claim.read_text().strip()) == state_dir.resolve():
+            claim.unlink()
+    except OSError:
+        pass
 
 
 def listening(host: str, port: int) -> bool:
@@ -249,7 +295,8 @@ class LocalRuntime:
                 self._start(record, cluster.kafka_version)
             dep.save(self.state_dir, deployment)
         dep.write_endpoints(self.state_dir, local_endpoints(topo, self.state_dir))
-        return wait_healthy(dep.admin_config(self.state_dir), cluster.brokers, timeout)
+        return wait_healthy(dep.admin_config(self.state_dir), {n.node_id: n.name for n in topo.brokers}, timeout,
+                            self.last_error)
 
     def node_plan(self, cluster: ClusterSpec) -> NodePlan | None:
         """The running nodes against the specs; None for a cluster whose secrets an earlier kraftform did not
@@ -393,6 +440,7 @@ class LocalRuntime:
     def down(self, purge: bool = False) -> None:
         self.stop()
         if purge:
+            release_loopback_base(self.state_dir)
             shutil.rmtree(self.state_dir)
 
     def resident_bytes(self) -> int:

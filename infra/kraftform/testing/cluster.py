@@ -5,7 +5,8 @@ Each cluster lives in a directory of its own under a base directory (default: th
 recycled pid is not mistaken for it). Starting a cluster first sweeps the base: a directory whose owner is
 gone (a session SIGKILLed, a CI job cut off) has its nodes stopped (processes or containers) and is removed,
 so nothing it left holds a port, an address or a volume the next cluster needs. Local clusters get a
-loopback range no live test cluster uses; Docker clusters get published ports nothing listens on.
+loopback range no other live cluster holds (`runtime.local.claim_loopback_base`); Docker clusters get
+published ports nothing listens on.
 """
 
 from __future__ import annotations
@@ -67,20 +68,6 @@ def sweep(base: Path) -> list[str]:
         shutil.rmtree(directory, ignore_errors=True)
         removed.append(directory.name)
     return removed
-
-
-def _local_dir(base: Path, name_hint: str) -> Path:
-    """A directory whose loopback range (`runtime.local.loopback_base`) no live test cluster uses and where
-    nothing listens."""
-    from kraftform.runtime.local import listening, loopback_base
-
-    taken = {loopback_base(d) for d in base.glob("*") if d.is_dir()}
-    for _ in range(200):
-        candidate = base / f"{name_hint}-{uuid.uuid4().hex[:6]}"
-        prefix = loopback_base(candidate)
-        if prefix not in taken and not listening(f"{prefix}0.1", 9092):
-            return candidate
-    raise UsageError(f"no free loopback range for another test cluster under {base}: too many are running")
 
 
 def _free_base_port(span: int = 500) -> int:
@@ -181,7 +168,7 @@ def ephemeral_cluster(specs_dir: str | Path, topology: Topology = "faithful", ru
     sweep(base)
     name = _name()
     specs = for_tests(declared, topology, name)
-    state = _local_dir(base, name) if runtime == "local" else base / name
+    state = base / name  # a local cluster claims a loopback range of its own when it starts
     state.mkdir(parents=True)
     (state / OWNER_FILE).write_text(f"{os.getpid()} {_started_at(os.getpid())}\n")
     if runtime == "docker":

@@ -94,4 +94,8 @@ def own_cluster(base: Path, runtime_name: str, **cluster: Any) -> Iterator[Day2]
         # The nodes' logs outlive the purge, in pytest's kept temporary directories: what a failure looks into.
         for log in (base / "state" / "nodes").glob("*/kafka.log"):
             shutil.copy(log, base / f"{log.parent.name}.log")
+        if runtime_name == "docker":
+            label = f"dev.kraftform.cluster={doc['cluster']['name']}"
+            for container in client.containers.list(all=True, filters={"label": label}):
+                (base / f"{container.name}.log").write_bytes(container.logs())
         runtime.down(purge=True)

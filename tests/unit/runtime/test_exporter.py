@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
+from pathlib import Path
 
+from kraftform.cluster.connection import Connection
+from kraftform.declared import load_specs
 from kraftform.monitoring.status import ConsumerStatus, Status, TopicStatus
-from kraftform.runtime.exporter import render_metrics
+from kraftform.runtime.exporter import STALE_S, _Looker, render_metrics
+
+from ...conftest import EXAMPLE_SPECS
 
 STATUS = Status("kftest", (1, 2, 3), (1, 2, 3), (1001,), (1001,), 1001,
                 (TopicStatus("orders", 3, (1,), (), ()),),
@@ -34,3 +40,16 @@ def test_an_unread_cluster_is_status_up_0_and_no_stale_figures() -> None:
     assert "kraftform_consumer_lag" not in text and "kraftform_status_healthy" not in text
     healthy = dataclasses.replace(STATUS, problems=())
     assert 'kraftform_status_healthy{cluster="kftest"} 1.0' in render_metrics("kftest", healthy, {})
+
+
+def test_a_scrape_gets_the_last_look_and_a_look_older_than_stale_is_status_up_0() -> None:
+    specs = load_specs(EXAMPLE_SPECS)
+    looker = _Looker(specs, Connection("127.0.0.1:9"), Path("/nonexistent"), None)
+    text = render_metrics(specs.cluster.name, STATUS, {})
+    looker.latest = (time.monotonic(), text)
+    looker.looked.set()
+    assert looker.metrics() == text
+    looker.latest = (time.monotonic() - STALE_S - 1, text)
+    stale = looker.metrics()
+    assert f'kraftform_status_up{{cluster="{specs.cluster.name}"}} 0.0' in stale
+    assert "kraftform_consumer_lag_records" not in stale

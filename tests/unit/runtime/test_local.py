@@ -4,7 +4,13 @@ import socket
 from pathlib import Path
 
 from kraftform.cluster.topology import CLIENT_PORT
-from kraftform.runtime.local import START_MARKER, claim_loopback_base, last_error_line, loopback_base
+from kraftform.runtime.local import (
+    START_MARKER,
+    claim_loopback_base,
+    last_error_line,
+    loopback_base,
+    release_loopback_base,
+)
 
 EARLIER = ("[2026-11-24 14:00:00,000] ERROR an earlier process's failure (kafka.Kafka$)\n"
            "[2026-11-24 14:06:49,092] INFO App info kafka.server for 3 unregistered\n")
@@ -32,14 +38,35 @@ def test_without_an_error_the_last_line_and_without_a_marker_the_whole_log() -> 
 
 def test_a_new_cluster_skips_a_loopback_range_where_another_cluster_answers(tmp_path: Path) -> None:
     # Two state directories can derive the same range; the second cluster made there could not bind.
+    claims = tmp_path / "claims"
     state = tmp_path / "state"
     derived = loopback_base(state)
     with socket.socket() as other:  # another cluster's first broker in that range
         other.bind((f"{derived}0.1", CLIENT_PORT))
         other.listen()
-        claimed = claim_loopback_base(state)
+        claimed = claim_loopback_base(state, claims)
     assert claimed != derived and claimed.startswith("127.")
     assert loopback_base(state) == claimed  # recorded: every later command finds the same addresses
     free = tmp_path / "free"
     derived_free = loopback_base(free)  # nothing listens there: the derived range is kept
-    assert claim_loopback_base(free) == derived_free and (free / "loopback").read_text() == f"{derived_free}\n"
+    assert claim_loopback_base(free, claims) == derived_free and (free / "loopback").read_text() == f"{derived_free}\n"
+
+
+def _deriving(base: str, near: Path) -> Path:
+    """A state directory whose path derives the range `base` (one in 200 does)."""
+    candidate = near
+    while loopback_base(candidate) != base:
+        candidate = candidate.with_name(candidate.name + "x")
+    return candidate
+
+
+def test_a_range_another_cluster_claimed_is_skipped_before_it_listens_and_free_once_it_is_purged(
+        tmp_path: Path) -> None:
+    claims = tmp_path / "claims"
+    first = tmp_path / "first"
+    held = claim_loopback_base(first, claims)
+    # Made at the same moment, deriving the same range: nothing listens there yet, the claim alone keeps them apart.
+    assert claim_loopback_base(_deriving(held, tmp_path / "second"), claims) != held
+    assert claim_loopback_base(first, claims) == held  # its own claim is no obstacle to itself
+    release_loopback_base(first, claims)
+    assert claim_loopback_base(_deriving(held, tmp_path / "third"), claims) == held

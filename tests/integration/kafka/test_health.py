@@ -1,0 +1,36 @@
+"""`wait_healthy` against the session's real cluster: it returns once every declared broker is registered and
+a record went round, and when one never registers it names that broker with its last error."""
+
+from __future__ import annotations
+
+import pytest
+
+from kraftform.cluster.topology import topology
+from kraftform.errors import ClusterUnhealthy
+from kraftform.kafka.health import wait_healthy
+from kraftform.runtime.deployment import admin_config
+
+from ..conftest import LiveCluster
+
+pytestmark = pytest.mark.integration
+
+
+def test_every_broker_registered_is_healthy(local_cluster: LiveCluster) -> None:
+    brokers = {b.node_id: b.name for b in topology(local_cluster.spec).brokers}
+    health = wait_healthy(admin_config(local_cluster.state_dir), brokers, timeout=60)
+    assert health.brokers == tuple(sorted(brokers))
+
+
+def test_a_broker_that_never_registers_is_named_with_its_last_error(local_cluster: LiveCluster) -> None:
+    brokers = {b.node_id: b.name for b in topology(local_cluster.spec).brokers} | {99: "ghost-broker"}
+    asked: list[str] = []
+
+    def last_error(name: str) -> str:
+        asked.append(name)
+        return "ERROR it could not bind its port"
+
+    with pytest.raises(ClusterUnhealthy) as caught:
+        wait_healthy(admin_config(local_cluster.state_dir), brokers, timeout=1, last_error=last_error)
+    assert "3 of 4 brokers registered, not ghost-broker" in str(caught.value)
+    assert str(caught.value).endswith("ghost-broker's last error: ERROR it could not bind its port")
+    assert asked == ["ghost-broker"]

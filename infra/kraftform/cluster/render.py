@@ -26,6 +26,7 @@ from kraftform.cluster.config import (
 )
 from kraftform.cluster.topology import CONTROLLER_PORT, Node, Topology
 from kraftform.monitoring.jmx import METRICS_FILE, agent_option, exporter_config
+from kraftform.specset.model import ClusterSpec
 
 
 def new_cluster_id() -> str:
@@ -188,9 +189,16 @@ def render_node(topo: Topology, node: Node, addr: Addressing, paths: NodePaths,
         NodeFile(METRICS_FILE, exporter_config()),
     )
     scram = ("--add-scram", f"{mech}=[name={topo.cluster.security.admin_user},password={secrets.admin_password}]")
-    release = topo.cluster.metadata_version
     return RenderedNode(node, paths, props, files, scram,
-                        (("--release-version", release) if release else ()) + _voter_options(node, secrets))
+                        _feature_options(topo.cluster) + _voter_options(node, secrets))
+
+
+def _feature_options(cluster: ClusterSpec) -> tuple[str, ...]:
+    """A new cluster is formatted at the declared levels (the release's, then each declared feature's), so its
+    first plan has no feature changes. kraft.version is not passed: how the quorum is formatted sets it."""
+    release = ("--release-version", cluster.metadata_version) if cluster.metadata_version else ()
+    return release + tuple(option for name, level in sorted(cluster.features.items()) if name != "kraft.version"
+                           for option in ("--feature", f"{name}={level}"))
 
 
 def _voter_options(node: Node, secrets: ClusterSecrets) -> tuple[str, ...]:

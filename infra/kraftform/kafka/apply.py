@@ -367,9 +367,12 @@ class Applier:
             self._alter_configs(ResourceType.BROKER, {broker: settings}, f"alter the settings of broker {broker}")
 
     def features(self, changes: list[Change]) -> None:
-        """Feature levels finalised (UpdateFeatures, through kafka-python: confluent-kafka has no call for it);
-        the controller answers per feature."""
-        updates = {c.resource: _payload(c, FeatureLevel).level for c in changes}
+        """Feature levels finalised, raised or safely lowered (UpdateFeatures, through kafka-python:
+        confluent-kafka has no call for it); the controller answers per feature."""
+        updates: dict[str, Any] = {}
+        for c in changes:
+            target = _payload(c, FeatureLevel)
+            updates[c.resource] = ("SAFE_DOWNGRADE", target.level) if target.downgrade else target.level
         with kafka_python_admin(self.connection, self.admin.requests) as client:
             self.admin.requests["UpdateFeatures"] += 1
             results = client.update_features(updates)

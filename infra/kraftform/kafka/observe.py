@@ -12,8 +12,9 @@ value the topic will fall back to.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from kafka.errors import KafkaError as PyKafkaError
 
 from kraftform.cluster.connection import Connection
 from kraftform.kafka.admin import TIMEOUT, Admin, Requests, batches, kafka_python_admin
@@ -154,12 +156,44 @@ def _broker_configs(admin: Admin, brokers: Collection[int], keys: Collection[str
     return effective, dynamic, defaults
 
 
+def _feature_verdicts(client: Any, admin: Admin, declared: Mapping[str, int],
+                      finalised: Mapping[str, int]) -> dict[str, str]:
+    """Kafka's answer to moving each declared feature that differs, asked with validate_only (nothing changes),
+    one request per feature (Kafka fails a whole request for one refused feature). A login that may not alter
+    the cluster gets no verdicts: the plan then judges by its own rules."""
+    verdicts: dict[str, str] = {}
+    for name, level in declared.items():
+        now = finalised.get(name, 0)
+        if level == now:
+            continue
+        admin.requests["UpdateFeatures (validate only)"] += 1
+        try:
+            answer = client.update_features({name: ("SAFE_DOWNGRADE", level) if level < now else level},
+                                            validate_only=True)
+            verdicts[name] = str(answer.get(name, "OK"))
+        except PyKafkaError as exc:
+            verdicts[name] = _kafka_reason(exc)
+    return {name: said for name, said in verdicts.items() if "AUTHORIZATION" not in said.upper()}
+
+
+def _kafka_reason(exc: PyKafkaError) -> str:
+    """The broker's own error message out of kafka-python's exception text (which also dumps the request)."""
+    found = re.search(r"error_message=(['\"])(.*?)\1\)", str(exc))
+    if found is None:
+        return type(exc).__name__
+    return found.group(2).removeprefix("The update failed for all features since the following feature had an "
+                                       "error: ")
+
+
 def observe(connection: Connection, topics_only: Collection[str] | None = None,
-            admin: Admin | None = None, broker_keys: Collection[str] = ()) -> Observation:
+            admin: Admin | None = None, broker_keys: Collection[str] = (),
+            features: Mapping[str, int] | None = None) -> Observation:
     """The whole cluster, in bulk; with `topics_only`, just those topics and the brokers (no ACLs, users,
     quotas or broker settings): what a caller that manages only those topics needs, in requests that do not
     grow with the cluster (a Pulumi topic resource reads its own topic, not every topic's configs). Broker
-    settings: what each broker has set dynamically, and its effective value of `broker_keys`."""
+    settings: what each broker has set dynamically, and its effective value of `broker_keys`. `features`: the
+    declared levels, each one that differs asked of Kafka with a validate-only UpdateFeatures (what it would
+    refuse, and why, is in the plan before anything is sent)."""
     admin = admin or Admin(connection)  # a caller's client, already logged in, saves a TLS+SCRAM session
     admin.requests["DescribeCluster"] += 1
     cluster = admin.wait(admin.client.describe_cluster(request_timeout=TIMEOUT), "describe the cluster")
@@ -173,12 +207,13 @@ def observe(connection: Connection, topics_only: Collection[str] | None = None,
         admin.requests["DescribeClientQuotas"] += 1
         quotas = describe_quotas(client)
         admin.requests["DescribeFeatures"] += 1
-        features = client.describe_features()
+        described = client.describe_features()
+        finalised = {k: int(v["finalized"][1]) for k, v in described.items() if "finalized" in v}
+        supported = {k: int(v["supported"][1]) for k, v in described.items() if "supported" in v}
+        verdicts = _feature_verdicts(client, admin, features or {}, finalised)
     settings, dynamic, broker_defaults = _broker_configs(admin, brokers, broker_keys)
     state = ClusterState(topics=topics, acls=acls, quotas=quotas, users=users, topic_defaults=defaults,
                          brokers=brokers, broker_settings=settings, broker_dynamic=dynamic,
                          broker_defaults=broker_defaults,
-                         features={k: int(v["finalized"][1]) for k, v in features.items() if "finalized" in v},
-                         supported_features={k: int(v["supported"][1]) for k, v in features.items()
-                                             if "supported" in v})
+                         features=finalised, supported_features=supported, feature_verdicts=verdicts)
     return Observation(state, admin.requests, skipped)

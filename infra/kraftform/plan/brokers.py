@@ -16,6 +16,7 @@ from kraftform.plan.diff import classify_config_change
 from kraftform.plan.specdiff import UNSET
 from kraftform.plan.state import BROKER_TOPIC_DEFAULTS, ClusterState
 from kraftform.server_configs import check_setting, definition
+from kraftform.specset.checks import IRREVERSIBLE_FEATURES
 from kraftform.specset.model import ClusterSpec
 
 #: How a node change takes effect, in the plan's words. None of it goes through the Admin protocol.
@@ -103,22 +104,61 @@ def stray_cluster_defaults(declared: Mapping[str, str], observed: ClusterState) 
                   if k not in declared and check_setting(k, v) is None)
 
 
-def feature_changes(cluster: ClusterSpec, observed: ClusterState) -> list[Change]:
-    """metadata.version of `cluster.metadata_version`'s release against the finalised one: a higher level is an
-    upgrade Kafka cannot undo (destructive, so it waits for --allow-destructive), a lower one is refused. (The
-    other features a release finalises, kraft.version among them, are not managed here.)"""
-    if cluster.metadata_version is None or not observed.features:
-        return []
-    feature = "metadata.version"
-    level, now = RELEASE_FEATURES[cluster.metadata_version][feature], observed.features.get(feature, 0)
-    if level > now:
-        return [Change(Action.UPDATE, Kind.FEATURE, feature, Safety.DESTRUCTIVE,
-                       f"finalised for Kafka {cluster.metadata_version} (UpdateFeatures): irreversible, the cluster "
-                       f"can never go back to a Kafka older than {cluster.metadata_version}", "level", str(now),
-                       str(level), FeatureLevel(level))]
+def declared_features(cluster: ClusterSpec) -> dict[str, int]:
+    """Feature -> declared level: metadata.version (from the release `metadata_version` names) first."""
+    wanted = {} if cluster.metadata_version is None else \
+        {"metadata.version": RELEASE_FEATURES[cluster.metadata_version]["metadata.version"]}
+    return wanted | dict(sorted(cluster.features.items()))
+
+
+def feature_changes(wanted: Mapping[str, int], observed: ClusterState) -> list[Change]:
+    """The declared feature levels (`declared_features`) against the finalised ones. Raising metadata.version or
+    kraft.version cannot be undone (destructive, so it waits for --allow-destructive) and lowering them is
+    refused; another feature moves up (disruptive: brokers and clients change behaviour) or down (a safe
+    downgrade, destructive: what used it stops working). A move Kafka's validate-only answer refuses is refused
+    in Kafka's words; without that answer, a level above what every node supports is refused too."""
+    if not observed.features and not observed.supported_features:
+        return []  # not observed (an offline state)
+    return [c for name, level in wanted.items() if (c := _feature_change(name, level, observed)) is not None]
+
+
+def _release(level: int) -> str:
+    """The newest Kafka release whose metadata.version is at most `level` (for the plan's words)."""
+    return max((r for r, f in RELEASE_FEATURES.items() if f["metadata.version"] <= level), default="?",
+               key=lambda r: RELEASE_FEATURES[r]["metadata.version"])
+
+
+def _feature_change(name: str, level: int, observed: ClusterState) -> Change | None:
+    now = observed.features.get(name, 0)
+    if level == now:
+        return None
+    is_release = name == "metadata.version"
+    declared = f"Kafka {_release(level)}'s {level}" if is_release else str(level)
+
+    def refuse(reason: str) -> Change:
+        return Change(Action.REFUSE, Kind.FEATURE, name, Safety.DESTRUCTIVE, reason, "level", str(now), str(level))
+
+    verdict = observed.feature_verdicts.get(name, "OK")
+    hint = " (declare the release the cluster runs)" if is_release and level < now else ""
+    if verdict != "OK":
+        return refuse(f"Kafka refuses {name} {now} -> {level}: {verdict}{hint}")
+    # Without Kafka's answer (a login that may not alter the cluster), kraftform's own rules:
+    supported = observed.supported_features.get(name)
+    if level > now and supported is not None and level > supported:
+        return refuse(f"the nodes support {name} up to level {supported}, not {level}: upgrade Kafka first")
+    if level < now and name in IRREVERSIBLE_FEATURES:
+        return refuse(f"finalised at level {now}, above {declared}: Kafka cannot lower a finalised {name}{hint}")
     if level < now:
-        return [Change(Action.REFUSE, Kind.FEATURE, feature, Safety.DESTRUCTIVE,
-                       f"finalised at level {now}, above Kafka {cluster.metadata_version}'s {level}: Kafka cannot "
-                       f"lower a finalised metadata.version; declare the release the cluster runs", "level",
-                       str(now), str(level))]
-    return []
+        return Change(Action.UPDATE, Kind.FEATURE, name, Safety.DESTRUCTIVE,
+                      f"a safe downgrade (UpdateFeatures): what relies on {name} {now} stops working",
+                      "level", str(now), str(level), FeatureLevel(level, downgrade=True))
+    if name in IRREVERSIBLE_FEATURES:
+        release = _release(level)
+        reason = (f"finalised for Kafka {release} (UpdateFeatures): irreversible, the cluster can never go back to "
+                  f"a Kafka older than {release}" if is_release else
+                  f"finalised (UpdateFeatures): irreversible, Kafka cannot lower {name} again")
+        return Change(Action.UPDATE, Kind.FEATURE, name, Safety.DESTRUCTIVE, reason, "level", str(now), str(level),
+                      FeatureLevel(level))
+    return Change(Action.UPDATE, Kind.FEATURE, name, Safety.DISRUPTIVE,
+                  f"finalised (UpdateFeatures): brokers and clients take up what {name} {level} enables",
+                  "level", str(now), str(level), FeatureLevel(level))

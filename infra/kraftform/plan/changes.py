@@ -85,9 +85,11 @@ class BrokerSetting:
 
 @dataclass(frozen=True)
 class FeatureLevel:
-    """A finalised feature level to upgrade to (UpdateFeatures)."""
+    """A finalised feature level to move to (UpdateFeatures): up, or down as a safe downgrade (Kafka refuses one
+    that would lose metadata)."""
 
     level: int
+    downgrade: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from kraftform.plan.brokers import broker_setting_changes, feature_changes, node_changes, stray_cluster_defaults
+from kraftform.plan.brokers import (
+    broker_setting_changes,
+    declared_features,
+    feature_changes,
+    node_changes,
+    stray_cluster_defaults,
+)
 from kraftform.plan.changes import Change, Plan
 from kraftform.plan.diff import Ownership, diff_states
 from kraftform.plan.render import listed
@@ -102,11 +108,13 @@ class Desired:
     broker_config: Mapping[str, str] | None = None
     #: Observe only these topics (and nothing but topics); None: the whole cluster.
     topics_only: tuple[str, ...] | None = None
+    #: Feature -> declared level (`plan.brokers.declared_features`); the features not named are not managed.
+    features: Mapping[str, int] = field(default_factory=dict)
 
 
 def desired_of(specs: SpecSet) -> Desired:
     return Desired(state_of(specs), ownership_of(specs), specs.users, declared_principals(specs), specs.cluster,
-                   specs.cluster.broker_config)
+                   specs.cluster.broker_config, features=declared_features(specs.cluster))
 
 
 def live_plan(specs: SpecSet, observed: ClusterState) -> Plan:
@@ -136,8 +144,8 @@ def plan_against(wanted: Desired, observed: ClusterState) -> Plan:
     if outside:
         notes.append(f"{len(outside)} ACL binding{'s' if len(outside) != 1 else ''} of declared principals on "
                      f"resources outside the managed scope left alone (acl_resources: managed): {listed(outside, 5)}")
-    nodes = [*node_changes(wanted.cluster, observed), *feature_changes(wanted.cluster, observed)] \
-        if wanted.cluster is not None else []
+    nodes = node_changes(wanted.cluster, observed) if wanted.cluster is not None else []
+    nodes += feature_changes(wanted.features, observed)
     settings: list[Change] = []
     if wanted.broker_config is not None:
         settings = broker_setting_changes(wanted.broker_config, observed)

@@ -14,6 +14,7 @@ from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.plan.diff import diff_states
 from kraftform.plan.state import state_of
 from kraftform.server_configs import definition
+from kraftform.specset.checks import IRREVERSIBLE_FEATURES
 from kraftform.specset.model import ClusterSpec, SpecSet
 from kraftform.specset.profiles import SECTIONS
 
@@ -61,6 +62,8 @@ def _cluster(base: ClusterSpec, head: ClusterSpec) -> list[Change]:
             safety, reason = Safety.DESTRUCTIVE, ("feature levels finalised (UpdateFeatures): irreversible, the "
                                                   "cluster can never run an older Kafka again; a lower release is "
                                                   "refused by the live plan")
+        elif top == "features":
+            safety, reason = _feature_diff(key.split(".", 1)[1], a, b)
         elif top == "broker_config":
             found = definition(key.split(".", 1)[1])
             safety, reason = ((Safety.SAFE, "dynamic broker setting: applied live, no restart")
@@ -73,6 +76,19 @@ def _cluster(base: ClusterSpec, head: ClusterSpec) -> list[Change]:
             safety, reason = Safety.DISRUPTIVE, "nodes restart (rolling) to take the new setting"
         changes.append(Change(Action.UPDATE, Kind.CLUSTER, head.name, safety, reason, key, a, b))
     return changes
+
+
+def _feature_diff(name: str, before: str, after: str) -> tuple[Safety, str]:
+    """A declared feature level against the last revision's (the live plan compares with what is finalised)."""
+    if after == UNSET:
+        return Safety.SAFE, "no longer managed: the cluster keeps the level it has"
+    if before != UNSET and int(after) < int(before):
+        if name in IRREVERSIBLE_FEATURES:
+            return Safety.DESTRUCTIVE, f"Kafka cannot lower {name}: the live plan refuses it"
+        return Safety.DESTRUCTIVE, f"a safe downgrade (UpdateFeatures): what relies on {name} {before} stops working"
+    if name in IRREVERSIBLE_FEATURES:
+        return Safety.DESTRUCTIVE, f"finalised (UpdateFeatures): irreversible, Kafka cannot lower {name} again"
+    return Safety.DISRUPTIVE, f"finalised (UpdateFeatures): brokers and clients take up what {name} {after} enables"
 
 
 def _profiles(base: SpecSet, head: SpecSet) -> list[Change]:

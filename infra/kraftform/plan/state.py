@@ -63,6 +63,9 @@ class ClusterState:
     #: Finalised feature levels (metadata.version, ...) and the highest level every node supports; observed only.
     features: Mapping[str, int] = field(default_factory=dict)
     supported_features: Mapping[str, int] = field(default_factory=dict)
+    #: Feature -> Kafka's answer ("OK" or its reason) to a validate-only UpdateFeatures to the declared level, for
+    #: each declared feature whose level differs; observed only, and only when the observer may ask.
+    feature_verdicts: Mapping[str, str] = field(default_factory=dict)
 
     def default_of(self, key: str) -> str | None:
         return self.topic_defaults.get(key, kafka_default(key))

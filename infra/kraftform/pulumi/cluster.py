@@ -9,6 +9,7 @@ the data.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -160,7 +161,10 @@ class KafkaCluster(pulumi.ComponentResource):
     def __init__(self, name: str, spec: ClusterSpec, image: str, admin_password: pulumi.Input[str] | None = None,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("kraftform:index:KafkaCluster", name, {"cluster": spec.name, "image": image}, opts)
-        spec = in_containers(spec)  # the same cluster the Docker runtime runs from this spec
+        # The same cluster the Docker runtime runs from this spec. Declared feature levels stay out of the
+        # containers' format command: a change there would replace every container and, formatting only a node
+        # without data, finalise nothing; the stack's `Features` resource sets them with UpdateFeatures.
+        spec = dataclasses.replace(in_containers(spec), features={})
         topo: Topology = topology(spec)
         child = pulumi.ResourceOptions(parent=self)
         self.secrets = ClusterSecretsResource(f"{name}-secrets", spec, admin_password, child)

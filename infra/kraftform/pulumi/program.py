@@ -21,12 +21,13 @@ from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
 from kraftform.errors import KraftformError, SpecError
 from kraftform.kafka.credentials import missing_password, passwords
+from kraftform.plan.brokers import declared_features
 from kraftform.plan.live import declared_principals
 from kraftform.pulumi.cluster import KafkaCluster
 from kraftform.pulumi.consumers import SparkCluster, SparkConsumer, SparkConsumerArgs
 from kraftform.pulumi.monitoring import Monitoring
 from kraftform.pulumi.policy import SPECS_TYPE
-from kraftform.pulumi.providers import Access, BrokerSettings, access_props
+from kraftform.pulumi.providers import Access, BrokerSettings, Features, access_props
 from kraftform.pulumi.topics import Topics
 from kraftform.runtime.images import spark_image
 from kraftform.server_configs import definition
@@ -251,6 +252,10 @@ def build(cfg: StackConfig) -> Stack:
     made["broker-settings"] = BrokerSettings("broker-settings", {
         k: v for k, v in specs.cluster.broker_config.items() if (d := definition(k)) is not None and d.dynamic},
         connection, pulumi.ResourceOptions(depends_on=depends, protect=cfg.protects))
+    levels = declared_features(specs.cluster)
+    if levels:  # finalised with UpdateFeatures (a container's format options only count when it is first made)
+        made["features"] = Features("features", levels, connection,
+                                    pulumi.ResourceOptions(depends_on=depends, protect=cfg.protects))
     deployed, checkpoints = consumers(cfg, specs, cluster, ca, made, secrets)
     monitoring: dict[str, Any] = {}
     if cfg.monitoring:

@@ -298,6 +298,62 @@ class BrokerSettingsProvider(ResourceProvider):
         self._reconcile({**props, "settings": {}})
 
 
+def _levels(props: dict[str, Any]) -> dict[str, int]:
+    return {k: int(v) for k, v in (props.get("levels") or {}).items()}
+
+
+def _features_desired(props: dict[str, Any]) -> Desired:
+    """The feature levels the stack declares (`plan.brokers.declared_features`), owning nothing else."""
+    return Desired(ClusterState(), OWNS_NOTHING, features=_levels(props))
+
+
+class FeaturesProvider(ResourceProvider):
+    """The declared feature levels on a running cluster (metadata.version from `metadata_version`, then each of
+    `features`), planned and applied by `kraftform apply`'s code with UpdateFeatures: no container is replaced for
+    them. A move Kafka refuses fails the update in Kafka's words, and nothing is sent. The resource's removal
+    leaves the levels as they are (Kafka cannot lower some of them; the others are no longer managed)."""
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        return DiffResult(changes=_levels(olds) != _levels(news), replaces=[], stables=[])
+
+    def _reconcile(self, props: dict[str, Any]) -> None:
+        with connection_of(props) as connection:
+            desired, admin = _features_desired(props), Admin(connection)
+            live = until_answering(connection, "planning the feature levels",
+                                   lambda: plan_cluster(connection, desired, {}, admin))
+            apply_cluster(connection, desired, live, ApplyOptions(allow_destructive=True), lambda _m: None,
+                          admin=admin)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        self._reconcile(props)
+        return CreateResult("features", props)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        self._reconcile(news)
+        return UpdateResult(news)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """The finalised levels of the declared features: a level changed behind the stack shows on refresh."""
+        with connection_of(props) as connection:
+            plan = until_answering(connection, "reading the feature levels",
+                                   lambda: plan_cluster(connection, _features_desired(props), {})).plan
+        levels = _levels(props)
+        for change in plan.changes:
+            if change.resource in levels and change.current is not None:
+                levels[change.resource] = int(change.current)
+        return ReadResult(id_, {**props, "levels": levels})
+
+
+class Features(pulumi.dynamic.Resource):
+    """The stack's feature levels (`FeaturesProvider`)."""
+
+    def __init__(self, name: str, levels: dict[str, int], connection: pulumi.Input[dict[str, Any]],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(FeaturesProvider(), name, {"levels": levels, "connection": pulumi.Output.secret(
+            connection)}, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+                additional_secret_outputs=["connection"])))
+
+
 class BrokerSettings(pulumi.dynamic.Resource):
     """The stack's dynamic broker settings (`BrokerSettingsProvider`)."""
 

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from kraftform.errors import Location, Problem
 from kraftform.server_configs import check_setting
+from kraftform.specset.checks import feature_problem
 from kraftform.specset.model import (
     REALTIME,
     AclSpec,
@@ -157,6 +158,7 @@ class Builder:
             controller_config=self._settings(entry, "controller_config"),
             node_config={node: self._settings(entry, "node_config", node)
                          for node in (d.get("node_config") or {})},
+            features=self._features(entry, d.get("kafka_version", KAFKA_VERSION)),
             location=entry.at(),
         )
 
@@ -171,6 +173,14 @@ class Builder:
             if problem is not None:
                 self.problems.append(Problem(entry.at(*at, key), f"{'.'.join(at)}: {problem}"))
         return settings
+
+    def _features(self, entry: Entry, kafka_version: str) -> dict[str, int]:
+        features = {str(k): int(v) for k, v in (entry.data.get("features") or {}).items()}
+        for name, level in features.items():
+            problem = feature_problem(name, level, kafka_version)
+            if problem is not None:
+                self.problems.append(Problem(entry.at("features", name), f"features: {problem}"))
+        return features
 
     def _spark(self, entry: Entry) -> SparkSpec:
         d = entry.data.get("spark", {})

@@ -131,6 +131,28 @@ def metadata_version_problem(wanted: str, kafka_version: str) -> str | None:
     return None
 
 
+#: Features whose level can never go down once finalised: raising one is destructive.
+IRREVERSIBLE_FEATURES = frozenset({"metadata.version", "kraft.version"})
+
+
+def feature_problem(name: str, level: int, kafka_version: str) -> str | None:
+    """A feature the cluster's Kafka has, at a level it ships (its release's production level at most: Kafka
+    refuses unstable levels unless told to accept them). metadata.version is declared as a release."""
+    if name == "metadata.version":
+        return "metadata.version is declared as a release with metadata_version (e.g. \"4.3\"), not as a level"
+    levels = RELEASE_FEATURES.get(".".join(kafka_version.split(".")[:2]))
+    if levels is None:
+        return None  # an unsupported kafka_version is reported on its own
+    known = [f for f in levels if f != "metadata.version"]
+    if name not in levels:
+        near = difflib.get_close_matches(name, known, n=1)
+        return (f"{name!r} is not a feature of Kafka {kafka_version}"
+                + (f"; did you mean {near[0]!r}?" if near else f" (features: {', '.join(known)})"))
+    if level > levels[name]:
+        return f"Kafka {kafka_version} ships {name} levels 0 to {levels[name]}, not {level}"
+    return None
+
+
 def _collision_key(name: str) -> str:
     # Kafka's metric names replace '.' with '_', so such topics collide and Kafka refuses the second.
     return name.replace(".", "_")

@@ -151,6 +151,9 @@ class ClusterSpec:
     node_config: Mapping[str, Settings] = field(default_factory=dict)
     #: The Kafka release ("4.3") whose feature levels the cluster finalises; None: not managed.
     metadata_version: str | None = None
+    #: Feature levels finalised one by one (group.version, share.version, ...), over metadata_version's; a
+    #: feature not named here is not managed.
+    features: Mapping[str, int] = field(default_factory=dict)
     #: None stands for `ClusterDefaults.for_brokers(brokers)`, filled in on construction.
     defaults: ClusterDefaults = None  # type: ignore[assignment]
     security: Security = Security()

@@ -23,7 +23,7 @@ from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
 from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
 from kraftform.pulumi.consumers import ConsumerStateProvider, state_inputs
-from kraftform.pulumi.providers import AccessProvider, BrokerSettingsProvider
+from kraftform.pulumi.providers import AccessProvider, BrokerSettingsProvider, FeaturesProvider
 from kraftform.pulumi.rolling import NodeGateProvider
 from kraftform.pulumi.topics import TopicSetProvider
 from kraftform.runtime.tools import ACLS, CONFIGS, TOPICS, run_kafka_tool
@@ -304,6 +304,35 @@ def test_broker_settings_are_set_live_through_the_engine_calls_and_removed_with_
     finally:
         host.delete(provider, "broker-settings", id_, outputs)
     assert not any("num.io.threads" in v for v in observe(connection).state.broker_dynamic.values())
+
+
+def test_feature_levels_are_set_through_the_engine_calls_and_a_move_kafka_refuses_fails_in_its_words(
+        host: ProviderHost, local_cluster: LiveCluster) -> None:
+    provider = FeaturesProvider()
+    connection = read_connection(local_cluster.state_dir / "admin.properties")
+    elr = "eligible.leader.replicas.version"
+
+    def finalised() -> dict[str, int]:
+        return dict(observe(connection).state.features)
+
+    assert finalised()[elr] == 1  # Kafka 4.3's own level
+    props = {"levels": {elr: 0}, "connection": connection_props(local_cluster)}
+    inputs, failures = host.check(provider, "features", {}, props)
+    assert failures == []
+    id_, outputs = host.create(provider, "features", inputs)
+    try:
+        assert elr not in finalised()  # level 0: no longer finalised
+        assert host.diff(provider, "features", id_, outputs, inputs).changes == proto.DiffResponse.DIFF_NONE
+        _, refreshed = host.read(provider, "features", id_, outputs, inputs)
+        assert refreshed["levels"] == {elr: 0}
+        with pytest.raises(grpc.RpcError) as refused:
+            host.update(provider, "features", id_, outputs, {**inputs, "levels": {elr: 0, "kraft.version": 0}})
+        assert "Kafka refuses kraft.version 1 -> 0: Invalid update version 0 for feature kraft.version" in \
+            str(refused.value)
+    finally:
+        outputs = host.update(provider, "features", id_, outputs, {**inputs, "levels": {elr: 1}})
+        host.delete(provider, "features", id_, outputs)
+    assert finalised()[elr] == 1  # deleting the resource leaves the levels as they are
 
 
 def test_a_nodes_gates_wait_through_the_engine_calls_and_fail_naming_what_is_not_back(

@@ -204,6 +204,28 @@ def test_broker_settings_in_review_dynamic_ones_restart_nothing_read_only_ones_r
     assert rolled.safety is Safety.DISRUPTIVE and "restart" in rolled.reason
 
 
+def test_feature_levels_in_review_restart_nothing_and_going_down_is_destructive(specs_copy: SpecsCopy) -> None:
+    base, head = specs_copy("base"), specs_copy("head")
+    edit(base / "cluster.yaml", "  brokers: 3\n", "  brokers: 3\n  features: {eligible.leader.replicas.version: 1,"
+                                                  " group.version: 1}\n")
+    edit(head / "cluster.yaml", "  brokers: 3\n", "  brokers: 3\n  features: {eligible.leader.replicas.version: 0,"
+                                                  " share.version: 1, kraft.version: 1}\n")
+    cluster = {c.key: (c.safety, c.current, c.desired, c.reason) for c in diff(base, head).changes
+               if c.kind is Kind.CLUSTER}
+    assert cluster == {
+        "features.eligible.leader.replicas.version": (
+            Safety.DESTRUCTIVE, "1", "0",
+            "a safe downgrade (UpdateFeatures): what relies on eligible.leader.replicas.version 1 stops working"),
+        "features.group.version": (Safety.SAFE, "1", "(unset)",
+                                   "no longer managed: the cluster keeps the level it has"),
+        "features.share.version": (Safety.DISRUPTIVE, "(unset)", "1",
+                                   "finalised (UpdateFeatures): brokers and clients take up what share.version 1 "
+                                   "enables"),
+        "features.kraft.version": (Safety.DESTRUCTIVE, "(unset)", "1",
+                                   "finalised (UpdateFeatures): irreversible, Kafka cannot lower kraft.version again"),
+    }
+
+
 def test_a_broker_setting_kafka_does_not_have_is_a_located_validation_error(specs_copy: SpecsCopy) -> None:
     head = specs_copy("head")
     edit(head / "cluster.yaml", "  brokers: 3\n", "  brokers: 3\n  broker_config:\n    num.io.thread: 16\n")

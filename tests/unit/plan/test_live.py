@@ -8,7 +8,8 @@ import pytest
 
 from kraftform.declared import load_specs
 from kraftform.plan import Action, ClusterState, Kind, Plan, Safety, TopicState, UserState, state_of
-from kraftform.plan.brokers import feature_changes
+from kraftform.plan.brokers import declared_features, feature_changes
+from kraftform.plan.changes import Change, FeatureLevel
 from kraftform.plan.live import live_plan, ownership_of
 from kraftform.specset.model import AclBinding, QuotaEntity, SpecSet
 
@@ -265,10 +266,47 @@ def test_declared_broker_settings_are_planned_live_or_as_node_work_by_kafkas_upd
 def test_metadata_version_is_finalised_only_upward_and_only_when_declared() -> None:
     cluster = load_specs(EXAMPLE_SPECS).cluster
     running = ClusterState(features={"metadata.version": 29, "kraft.version": 0})
-    assert feature_changes(cluster, running) == []  # not declared: not managed
-    up = feature_changes(dataclasses.replace(cluster, metadata_version="4.3"), running)
+
+    def changes(release: str | None) -> list[Change]:
+        return feature_changes(declared_features(dataclasses.replace(cluster, metadata_version=release)), running)
+
+    assert changes(None) == []  # not declared: not managed
+    up = changes("4.3")
     assert [(c.action, c.safety, c.resource, c.current, c.desired) for c in up] == [
         (Action.UPDATE, Safety.DESTRUCTIVE, "metadata.version", "29", "30")]
-    assert feature_changes(dataclasses.replace(cluster, metadata_version="4.2"), running) == []
-    down = feature_changes(dataclasses.replace(cluster, metadata_version="4.1"), running)
+    assert "never go back to a Kafka older than 4.3" in up[0].reason
+    assert changes("4.2") == []
+    down = changes("4.1")
     assert [c.action for c in down] == [Action.REFUSE] and "cannot lower" in down[0].reason
+
+
+RUNNING = ClusterState(features={"metadata.version": 30, "kraft.version": 1, "group.version": 1,
+                                 "eligible.leader.replicas.version": 1},
+                       supported_features={"metadata.version": 30, "kraft.version": 1, "group.version": 1,
+                                           "share.version": 1, "eligible.leader.replicas.version": 1})
+
+
+def test_a_feature_moves_up_disruptively_and_down_destructively_and_kraft_version_never_down() -> None:
+    changes = feature_changes({"share.version": 1, "eligible.leader.replicas.version": 0, "group.version": 1,
+                               "kraft.version": 0}, RUNNING)
+    seen = {c.resource: (c.action, c.safety, c.current, c.desired, c.payload) for c in changes}
+    assert seen == {
+        "share.version": (Action.UPDATE, Safety.DISRUPTIVE, "0", "1", FeatureLevel(1)),  # not finalised: level 0
+        "eligible.leader.replicas.version": (Action.UPDATE, Safety.DESTRUCTIVE, "1", "0",
+                                             FeatureLevel(0, downgrade=True)),
+        "kraft.version": (Action.REFUSE, Safety.DESTRUCTIVE, "1", "0", None),
+    }
+    assert feature_changes({"group.version": 1}, RUNNING) == []  # as declared: nothing
+
+
+def test_a_level_the_nodes_do_not_support_or_kafka_refuses_is_refused_with_the_reason() -> None:
+    above = feature_changes({"group.version": 2}, RUNNING)
+    assert [c.action for c in above] == [Action.REFUSE]
+    assert "support group.version up to level 1, not 2" in above[0].reason
+    verdict = "INVALID_UPDATE_VERSION: downgrade would lose metadata"
+    refused = dataclasses.replace(RUNNING, feature_verdicts={"eligible.leader.replicas.version": verdict})
+    said = feature_changes({"eligible.leader.replicas.version": 0}, refused)
+    assert [c.action for c in said] == [Action.REFUSE]
+    assert said[0].reason == ("Kafka refuses eligible.leader.replicas.version 1 -> 0: INVALID_UPDATE_VERSION: "
+                              "downgrade would lose metadata")
+    assert feature_changes({"share.version": 1}, ClusterState()) == []  # an offline state: nothing observed

@@ -125,3 +125,12 @@ def test_a_new_cluster_can_change_its_quorum_and_one_made_with_a_static_quorum_c
     static = dataclasses.replace(secrets, directory_ids={}, initial_voters="")
     assert not make_secrets(topology(CLUSTER), docker_addressing(topology(CLUSTER)), keep=static).dynamic_quorum
     assert "static voter list" in node_plan(running, rendered, CLUSTER.kafka_version).refused[0]
+
+
+def test_a_new_cluster_is_formatted_at_the_declared_feature_levels_and_kraft_version_is_the_quorums() -> None:
+    declared = dataclasses.replace(CLUSTER, metadata_version="4.2",
+                                   features={"share.version": 0, "group.version": 1, "kraft.version": 1})
+    options = _rendered(declared)[0][0].format_options
+    assert options[:6] == ("--release-version", "4.2", "--feature", "group.version=1", "--feature", "share.version=0")
+    assert "kraft.version=1" not in " ".join(options)
+    assert not any(o in ("--release-version", "--feature") for o in _rendered(CLUSTER)[0][0].format_options)

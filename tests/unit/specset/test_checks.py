@@ -111,3 +111,24 @@ def test_metadata_version_is_a_known_release_the_kafka_version_can_run(specs_cop
                           "  kafka_version: 4.2.1\n  metadata_version: '4.3'\n") == [
         "metadata_version 4.3 is newer than kafka_version 4.2.1: brokers of 4.2.1 cannot run it; raise "
         "kafka_version first"]
+
+
+def test_a_feature_is_one_the_kafka_version_has_at_a_level_it_ships_each_named_where_it_stands(
+        specs_copy: SpecsCopy) -> None:
+    specs = specs_copy()
+    edit(specs / "cluster.yaml", "  brokers: 3\n",
+         "  brokers: 3\n  features:\n    group.version: 1\n    share.verison: 1\n"
+         "    eligible.leader.replicas.version: 3\n    metadata.version: 30\n")
+    with pytest.raises(SpecError) as caught:
+        load_specs(specs)
+    said = sorted((p.location.line, p.message) for p in caught.value.problems)
+    assert [message for _, message in said] == [
+        "features: 'share.verison' is not a feature of Kafka 4.3.1; did you mean 'share.version'?",
+        "features: Kafka 4.3.1 ships eligible.leader.replicas.version levels 0 to 1, not 3",
+        'features: metadata.version is declared as a release with metadata_version (e.g. "4.3"), not as a level']
+    lines = (specs / "cluster.yaml").read_text().splitlines()
+    assert [lines[line - 1].strip().split(":")[0] for line, _ in said] == [
+        "share.verison", "eligible.leader.replicas.version", "metadata.version"]
+    valid = specs_copy("valid")
+    edit(valid / "cluster.yaml", "  brokers: 3\n", "  brokers: 3\n  features: {share.version: 1, group.version: 0}\n")
+    assert load_specs(valid).cluster.features == {"share.version": 1, "group.version": 0}

@@ -14,6 +14,7 @@ from typing import NoReturn
 from kraftform.cli import (
     cluster_commands,
     consumer_commands,
+    group_commands,
     monitoring_commands,
     reconcile_commands,
     secret_commands,
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     secret_commands.register(sub)
     consumer_commands.register(sub)
     monitoring_commands.register(sub)
+    group_commands.register(sub)
     verify_commands.register(sub)
     # `verify` runs other commands in its own process, as a user would run them; handing it this entry point
     # keeps the command modules from importing their own package.

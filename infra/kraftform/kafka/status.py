@@ -67,7 +67,7 @@ def _min_isr(admin: Admin, topics: Sequence[str]) -> dict[str, int]:
     return found
 
 
-def _group_positions(connection: Connection, group: str,
+def committed_offsets(connection: Connection, group: str,
                      partitions: Sequence[TopicPartition]) -> dict[tuple[str, int], int] | None:
     """The group's committed offsets on `partitions`, read by a consumer that never joins the group (its
     OffsetFetch goes through the consumer's coordinator path). Not the Admin API's ListConsumerGroupOffsets:
@@ -148,7 +148,7 @@ def observe_status(connection: Connection, specs: SpecSet,
                        if not name.startswith("__") for p in topic.partitions]
     for group in declared_groups(specs):
         positions = attempt(f"the offsets of consumer group {group}",
-                            partial(_group_positions, connection, group, every_partition))
+                            partial(committed_offsets, connection, group, every_partition))
         topics = tuple(sorted({t for t, _ in positions})) if positions else ()
         consumers.append(ConsumerPosition(group, "group", topics, positions, lag_limit(None)))
     wanted = [TopicPartition(t, p) for t in sorted({t for c in consumers for t in c.topics})

@@ -53,6 +53,7 @@ class Kind(StrEnum):
     QUOTA = "quota"
     PROFILE = "profile"
     CONSUMER = "consumer"
+    OFFSETS = "offsets"  # a consumer group's committed offsets (`kraftform groups reset`), never from the specs
 
 
 KIND_ORDER = {kind: index for index, kind in enumerate(Kind)}
@@ -106,6 +107,15 @@ class Reassignment:
 
 
 @dataclass(frozen=True)
+class GroupOffset:
+    """Where a consumer group's committed offset on one partition goes."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True)
 class QuotaValue:
     entity: QuotaEntity
     value: float | None  # None: the limit is removed
@@ -121,7 +131,7 @@ class Credential:
 
 
 Payload = (NewTopic | ConfigValue | BrokerSetting | FeatureLevel | PartitionCount | Reassignment | AclBinding
-           | QuotaValue | Credential | NodeStep | None)
+           | QuotaValue | Credential | GroupOffset | NodeStep | None)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ classed as the offline diff classes it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from kraftform.kafka_features import RELEASE_FEATURES
@@ -56,6 +57,38 @@ def _safety(key: str, current: str | None, desired: str | None, live: str) -> tu
         if safety is not Safety.SAFE:
             return safety, f"{live}; for every topic without its own {topic_key}: {why}"
     return Safety.SAFE, live
+
+
+MIN_ISR = "min.insync.replicas"
+ELR = "eligible.leader.replicas.version"
+
+
+def elr_enabled(observed: ClusterState) -> bool:
+    return observed.features.get(ELR, 0) >= 1
+
+
+def elr_changes(cluster: ClusterSpec | None, changes: list[Change], observed: ClusterState) -> list[Change]:
+    """What eligible leader replicas (KIP-966) change on a cluster where they are enabled. Kafka then keeps the
+    cluster's min.insync.replicas as a cluster-level dynamic default (it overrides what the brokers' files say,
+    and broker-level values are refused): a declared `defaults.min_insync_replicas` that differs is refused
+    with the command that sets it, since neither client library kraftform uses can address that resource. A
+    topic's new min.insync.replicas clears that topic's ELR: said in the change's reason."""
+    if not elr_enabled(observed):
+        return changes
+    out = [dataclasses.replace(c, reason=f"{c.reason}; it clears the topic's eligible leader replicas (ELR is "
+                                         f"enabled)")
+           if c.kind is Kind.TOPIC_CONFIG and c.key == MIN_ISR and c.action is not Action.REFUSE else c
+           for c in changes]
+    now = observed.broker_defaults.get(MIN_ISR)
+    if cluster is not None and now is not None and now != str(cluster.defaults.min_insync_replicas):
+        want = cluster.defaults.min_insync_replicas
+        out.append(Change(Action.REFUSE, Kind.BROKER_CONFIG, "cluster default", Safety.DESTRUCTIVE,
+                          f"with eligible leader replicas enabled Kafka keeps {MIN_ISR} as a cluster-level dynamic "
+                          f"default, which kraftform's client libraries cannot set: run `kafka-configs.sh "
+                          f"--bootstrap-server BOOTSTRAP --command-config admin.properties --entity-type brokers "
+                          f"--entity-default --alter --add-config {MIN_ISR}={want}` (it clears every topic's "
+                          f"eligible leader replicas), then plan again", MIN_ISR, now, str(want)))
+    return out
 
 
 def broker_setting_changes(declared: Mapping[str, str], observed: ClusterState) -> list[Change]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from kraftform.plan.brokers import (
     broker_setting_changes,
     declared_features,
+    elr_changes,
     feature_changes,
     node_changes,
     stray_cluster_defaults,
@@ -154,4 +155,4 @@ def plan_against(wanted: Desired, observed: ClusterState) -> Plan:
             notes.append(f"dynamic cluster-wide broker defaults the specs do not declare, left alone (declare them in "
                          f"cluster.broker_config, or remove them with kafka-configs --entity-default "
                          f"--delete-config): {listed(stray)}")
-    return Plan.of([*plan.changes, *nodes, *settings], tuple(notes))
+    return Plan.of(elr_changes(wanted.cluster, [*plan.changes, *nodes, *settings], observed), tuple(notes))

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from kraftform.kafka.admin import Requests, kafka_python_admin
+from kraftform.kafka.observe import observe
 from kraftform.kafka_features import RELEASE_FEATURES
 from kraftform.testing.cluster import EphemeralCluster, ephemeral_cluster
 
@@ -94,4 +95,15 @@ def test_features_go_up_and_down_as_declared_and_kafka_refusals_are_planned_in_i
     done = featured.kraftform("apply", "--auto-approve", "--allow-destructive")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "share.version" not in featured.finalised()  # level 0: no longer finalised
+    assert featured.kraftform("plan").returncode == 0
+
+
+def test_with_elr_enabled_kafka_keeps_min_isr_as_a_cluster_default_the_plan_compares(featured: Featured) -> None:
+    featured.declare({"transaction.version": 2, "eligible.leader.replicas.version": 1})
+    applied = featured.kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    state = observe(featured.cluster.admin).state
+    assert state.features["eligible.leader.replicas.version"] == 1
+    # The brokers' static value (defaults.min_insync_replicas: 1) became a cluster-level dynamic default.
+    assert state.broker_defaults.get("min.insync.replicas") == "1", state.broker_defaults
     assert featured.kraftform("plan").returncode == 0

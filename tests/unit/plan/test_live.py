@@ -310,3 +310,25 @@ def test_a_level_the_nodes_do_not_support_or_kafka_refuses_is_refused_with_the_r
     assert said[0].reason == ("Kafka refuses eligible.leader.replicas.version 1 -> 0: INVALID_UPDATE_VERSION: "
                               "downgrade would lose metadata")
     assert feature_changes({"share.version": 1}, ClusterState()) == []  # an offline state: nothing observed
+
+
+def test_with_elr_enabled_a_topics_min_isr_change_says_it_clears_its_elr_and_the_cluster_default_is_refused(
+) -> None:
+    specs = load_specs(EXAMPLE_SPECS)
+    topic = next(t for t in specs.topics if "min.insync.replicas" in t.config)
+    running = state_of(specs)
+    lowered = {**running.topics[topic.name].config, "min.insync.replicas": "1"}
+    observed = dataclasses.replace(
+        running, topics={**running.topics, topic.name: dataclasses.replace(running.topics[topic.name],
+                                                                          config=lowered)},
+        brokers={1: None}, features={"eligible.leader.replicas.version": 1},
+        broker_defaults={"min.insync.replicas": "1"})
+    plan = live_plan(specs, observed)
+    [isr] = [c for c in plan.changes if c.kind is Kind.TOPIC_CONFIG and c.resource == topic.name]
+    assert isr.reason.endswith("; it clears the topic's eligible leader replicas (ELR is enabled)")
+    [default] = [c for c in plan.changes if c.resource == "cluster default"]
+    assert (default.action, default.current, default.desired) == (
+        Action.REFUSE, "1", str(specs.cluster.defaults.min_insync_replicas))
+    assert "--entity-default --alter --add-config min.insync.replicas=" in default.reason
+    without = live_plan(specs, dataclasses.replace(observed, features={"eligible.leader.replicas.version": 0}))
+    assert not any(c.resource == "cluster default" or "ELR" in c.reason for c in without.changes)

@@ -17,7 +17,7 @@ from typing import Literal
 
 from kraftform.kafka_configs import KAFKA_CONFIGS
 
-Mode = Literal["read-only", "per-broker", "cluster-wide"]
+Mode = Literal["read-only", "per-broker", "cluster-wide", "per-group"]
 
 #: Settings kraftform renders itself from other parts of the cluster section (listeners, security, the quorum,
 #: `defaults`): declaring them in `broker_config` would fight that, so `validate` refuses them and says where.
@@ -67,13 +67,13 @@ def check_setting(key: str, value: str) -> str | None:
         return f"{key} is not a setting of Kafka's brokers" + (f"; did you mean {near[0]}?" if near else "")
     if found.type == "password":
         return f"{key} is a secret, and specs hold no secrets"
-    return _check_value(found, value)
+    return check_value(found, value)
 
 
 _RANGE = re.compile(r"^\[(-?\d+(?:\.\d+)?),\.\.\.(?:,(-?\d+(?:\.\d+)?))?\]$")
 
 
-def _check_value(d: ConfigDef, value: str) -> str | None:
+def check_value(d: ConfigDef, value: str) -> str | None:
     if d.type in ("int", "long", "short", "double"):
         try:
             number = float(value) if d.type == "double" else int(value)

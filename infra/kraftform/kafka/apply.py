@@ -292,6 +292,15 @@ class Applier:
             entries[c.resource].append(ConfigEntry(c.key, value, incremental_operation=op))
         self._alter_configs(ResourceType.TOPIC, entries, "alter topic configs")
 
+    def group_configs(self, changes: list[Change]) -> None:
+        entries: dict[str, list[ConfigEntry]] = defaultdict(list)
+        for c in changes:
+            assert c.key is not None
+            value = _payload(c, ConfigValue).value
+            op = AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET
+            entries[c.resource].append(ConfigEntry(c.key, value, incremental_operation=op))
+        self._alter_configs(ResourceType.GROUP, entries, "alter group settings")
+
     def _alter_configs(self, restype: ResourceType, entries: Mapping[str, list[ConfigEntry]], what: str) -> None:
         resources = [ConfigResource(restype, name, incremental_configs=e) for name, e in sorted(entries.items())]
         self._send("IncrementalAlterConfigs", resources,
@@ -408,7 +417,7 @@ class Applier:
     STEPS: Mapping[Kind, Callable[[Applier, list[Change]], None]] = {
         Kind.FEATURE: features, Kind.BROKER_CONFIG: broker_configs, Kind.USER: users, Kind.ACL: acls,
         Kind.QUOTA: quotas, Kind.TOPIC: topics, Kind.TOPIC_CONFIG: topic_configs,
-        Kind.PARTITIONS: partitions, Kind.REPLICATION: replication}
+        Kind.PARTITIONS: partitions, Kind.REPLICATION: replication, Kind.GROUP_CONFIG: group_configs}
 
 
 def _mechanism(name: str) -> ScramMechanism:

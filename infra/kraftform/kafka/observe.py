@@ -156,6 +156,20 @@ def _broker_configs(admin: Admin, brokers: Collection[int], keys: Collection[str
     return effective, dynamic, defaults
 
 
+def _group_configs(admin: Admin, groups: Collection[str]) -> dict[str, dict[str, str]]:
+    """Each group's settings set on its GROUP resource (not the brokers' defaults it would fall back to)."""
+    found: dict[str, dict[str, str]] = {}
+    for batch in batches(sorted(groups), CONFIG_BATCH):
+        admin.requests["DescribeConfigs (groups)"] += 1
+        futures = admin.client.describe_configs([ConfigResource(ResourceType.GROUP, g) for g in batch],
+                                                request_timeout=TIMEOUT)
+        for resource, future in futures.items():
+            entries = admin.wait(future, f"describe the settings of group {resource.name!r}")
+            found[resource.name] = {k: e.value for k, e in entries.items()
+                                    if e.value is not None and e.source == ConfigSource.GROUP_CONFIG.value}
+    return found
+
+
 def _feature_verdicts(client: Any, admin: Admin, declared: Mapping[str, int],
                       finalised: Mapping[str, int]) -> dict[str, str]:
     """Kafka's answer to moving each declared feature that differs, asked with validate_only (nothing changes),
@@ -187,13 +201,14 @@ def _kafka_reason(exc: PyKafkaError) -> str:
 
 def observe(connection: Connection, topics_only: Collection[str] | None = None,
             admin: Admin | None = None, broker_keys: Collection[str] = (),
-            features: Mapping[str, int] | None = None) -> Observation:
+            features: Mapping[str, int] | None = None, groups: Collection[str] = ()) -> Observation:
     """The whole cluster, in bulk; with `topics_only`, just those topics and the brokers (no ACLs, users,
     quotas or broker settings): what a caller that manages only those topics needs, in requests that do not
     grow with the cluster (a Pulumi topic resource reads its own topic, not every topic's configs). Broker
     settings: what each broker has set dynamically, and its effective value of `broker_keys`. `features`: the
     declared levels, each one that differs asked of Kafka with a validate-only UpdateFeatures (what it would
-    refuse, and why, is in the plan before anything is sent)."""
+    refuse, and why, is in the plan before anything is sent). `groups`: the declared groups, whose settings
+    (GROUP resources) are read; no other group's are."""
     admin = admin or Admin(connection)  # a caller's client, already logged in, saves a TLS+SCRAM session
     admin.requests["DescribeCluster"] += 1
     cluster = admin.wait(admin.client.describe_cluster(request_timeout=TIMEOUT), "describe the cluster")
@@ -215,5 +230,6 @@ def observe(connection: Connection, topics_only: Collection[str] | None = None,
     state = ClusterState(topics=topics, acls=acls, quotas=quotas, users=users, topic_defaults=defaults,
                          brokers=brokers, broker_settings=settings, broker_dynamic=dynamic,
                          broker_defaults=broker_defaults,
-                         features=finalised, supported_features=supported, feature_verdicts=verdicts)
+                         features=finalised, supported_features=supported, feature_verdicts=verdicts,
+                         group_configs=_group_configs(admin, groups))
     return Observation(state, admin.requests, skipped)

@@ -62,7 +62,7 @@ def plan_cluster(connection: Connection, declared: SpecSet | Desired, found: Map
     found = passwords(users) if found is None else found
     observation = observe(connection, list(wanted.topics_only) if wanted.topics_only is not None else None, admin,
                           broker_keys=sorted(wanted.broker_config or ()),
-                          features=wanted.features)
+                          features=wanted.features, groups=sorted(wanted.group_configs))
     state = check_passwords(connection, observation.state, users, found)
     plan = plan_against(wanted, state)
     unchecked = sorted(u.name for u in users if found.get(u.name) is None and u.name in state.users)

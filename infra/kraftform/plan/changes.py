@@ -51,6 +51,7 @@ class Kind(StrEnum):
     REPLICATION = "replication"
     ACL = "acl"
     QUOTA = "quota"
+    GROUP_CONFIG = "group_config"
     PROFILE = "profile"
     CONSUMER = "consumer"
     OFFSETS = "offsets"  # a consumer group's committed offsets (`kraftform groups reset`), never from the specs
@@ -71,7 +72,7 @@ class NewTopic:
 
 @dataclass(frozen=True)
 class ConfigValue:
-    """A topic config override to set; None deletes the override (the topic reverts to the default)."""
+    """A topic's (or a group's) config override to set; None deletes the override (back to the default)."""
 
     value: str | None
 

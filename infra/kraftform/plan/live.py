@@ -21,6 +21,7 @@ from kraftform.plan.brokers import (
 )
 from kraftform.plan.changes import Change, Plan
 from kraftform.plan.diff import Ownership, diff_states
+from kraftform.plan.groups import group_config_changes
 from kraftform.plan.render import listed
 from kraftform.plan.state import ClusterState, state_of
 from kraftform.specset.model import (
@@ -111,11 +112,14 @@ class Desired:
     topics_only: tuple[str, ...] | None = None
     #: Feature -> declared level (`plan.brokers.declared_features`); the features not named are not managed.
     features: Mapping[str, int] = field(default_factory=dict)
+    #: Group -> its declared settings; the groups not named are not read nor touched.
+    group_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 def desired_of(specs: SpecSet) -> Desired:
     return Desired(state_of(specs), ownership_of(specs), specs.users, declared_principals(specs), specs.cluster,
-                   specs.cluster.broker_config, features=declared_features(specs.cluster))
+                   specs.cluster.broker_config, features=declared_features(specs.cluster),
+                   group_configs={g.name: dict(g.config) for g in specs.groups})
 
 
 def live_plan(specs: SpecSet, observed: ClusterState) -> Plan:
@@ -155,4 +159,5 @@ def plan_against(wanted: Desired, observed: ClusterState) -> Plan:
             notes.append(f"dynamic cluster-wide broker defaults the specs do not declare, left alone (declare them in "
                          f"cluster.broker_config, or remove them with kafka-configs --entity-default "
                          f"--delete-config): {listed(stray)}")
-    return Plan.of(elr_changes(wanted.cluster, [*plan.changes, *nodes, *settings], observed), tuple(notes))
+    groups = group_config_changes(wanted.group_configs, observed.group_configs)
+    return Plan.of(elr_changes(wanted.cluster, [*plan.changes, *nodes, *settings, *groups], observed), tuple(notes))

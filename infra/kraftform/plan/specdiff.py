@@ -12,6 +12,7 @@ from typing import Any
 
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.plan.diff import diff_states
+from kraftform.plan.groups import group_config_changes, unmanaged_groups
 from kraftform.plan.state import state_of
 from kraftform.server_configs import definition
 from kraftform.specset.checks import IRREVERSIBLE_FEATURES
@@ -112,5 +113,9 @@ def _profiles(base: SpecSet, head: SpecSet) -> list[Change]:
 def diff_specsets(base: SpecSet, head: SpecSet) -> Plan:
     """The changes between two spec revisions that this layer classifies (Kafka resources, the cluster,
     profiles); `kraftform.declared.diff_specs` adds the consumers' (`spark.diff`)."""
-    kafka = diff_states(state_of(base), state_of(head))
-    return Plan.of([*kafka.changes, *_cluster(base.cluster, head.cluster), *_profiles(base, head)], subject="diff")
+    before, after = state_of(base), state_of(head)
+    kafka = diff_states(before, after)
+    groups = [*group_config_changes(after.group_configs, before.group_configs),
+              *unmanaged_groups(before.group_configs, after.group_configs)]
+    return Plan.of([*kafka.changes, *groups, *_cluster(base.cluster, head.cluster), *_profiles(base, head)],
+                   subject="diff")

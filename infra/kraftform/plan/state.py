@@ -52,6 +52,8 @@ class ClusterState:
     users: Mapping[str, UserState] = field(default_factory=dict)
     #: Effective defaults of topic configs on this cluster (broker overrides of Kafka's defaults).
     topic_defaults: Mapping[str, str] = field(default_factory=dict)
+    #: Group -> the settings set on its GROUP resource (observed: the declared groups' only).
+    group_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     #: Broker id -> rack (None without racks); observed clusters only.
     brokers: Mapping[int, str | None] = field(default_factory=dict)
     #: Broker id -> the effective value of each broker setting the specs declare; observed clusters only.
@@ -87,4 +89,5 @@ def state_of(specs: SpecSet) -> ClusterState:
         quotas={q.entity: dict(q.values) for q in specs.quotas},
         users={u.name: UserState(u.name, u.mechanism, u.iterations, u.password_version) for u in specs.users},
         topic_defaults=topic_defaults_of(specs),
+        group_configs={g.name: dict(g.config) for g in specs.groups},
     )

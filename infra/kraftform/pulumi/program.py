@@ -27,7 +27,7 @@ from kraftform.pulumi.cluster import KafkaCluster
 from kraftform.pulumi.consumers import SparkCluster, SparkConsumer, SparkConsumerArgs
 from kraftform.pulumi.monitoring import Monitoring
 from kraftform.pulumi.policy import SPECS_TYPE
-from kraftform.pulumi.providers import Access, BrokerSettings, Features, access_props
+from kraftform.pulumi.providers import Access, BrokerSettings, Features, GroupSettings, access_props
 from kraftform.pulumi.topics import Topics
 from kraftform.runtime.images import spark_image
 from kraftform.server_configs import definition
@@ -252,6 +252,10 @@ def build(cfg: StackConfig) -> Stack:
     made["broker-settings"] = BrokerSettings("broker-settings", {
         k: v for k, v in specs.cluster.broker_config.items() if (d := definition(k)) is not None and d.dynamic},
         connection, pulumi.ResourceOptions(depends_on=depends, protect=cfg.protects))
+    if specs.groups:
+        made["group-settings"] = GroupSettings("group-settings", {g.name: dict(g.config) for g in specs.groups},
+                                               connection, pulumi.ResourceOptions(depends_on=depends,
+                                                                                  protect=cfg.protects))
     levels = declared_features(specs.cluster)
     if levels:  # finalised with UpdateFeatures (a container's format options only count when it is first made)
         made["features"] = Features("features", levels, connection,

@@ -44,6 +44,7 @@ from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.credentials import check_passwords
 from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
+from kraftform.plan.changes import Plan
 from kraftform.plan.diff import OWNS_NOTHING
 from kraftform.plan.live import Desired, cluster_identities
 from kraftform.plan.state import ClusterState, UserState
@@ -247,6 +248,20 @@ class Access(pulumi.dynamic.Resource):
                              additional_secret_outputs=["connection", "user"])))
 
 
+def _plan_and_apply(props: dict[str, Any], desired: Desired, what: str) -> None:
+    """`kraftform apply`'s plan and apply of one resource's slice (`desired`), once the cluster answers."""
+    with connection_of(props) as connection:
+        admin = Admin(connection)
+        live = until_answering(connection, f"planning {what}", lambda: plan_cluster(connection, desired, {}, admin))
+        apply_cluster(connection, desired, live, ApplyOptions(allow_destructive=True), lambda _m: None, admin=admin)
+
+
+def _planned(props: dict[str, Any], desired: Desired, what: str) -> Plan:
+    """What the cluster holds against `desired`, for a refresh: each change's `current` is what Kafka has."""
+    with connection_of(props) as connection:
+        return until_answering(connection, f"reading {what}", lambda: plan_cluster(connection, desired, {})).plan
+
+
 def _broker_desired(props: dict[str, Any]) -> Desired:
     """The broker settings the stack declares (`cluster.broker_config`), owning nothing else."""
     return Desired(ClusterState(), OWNS_NOTHING, broker_config=_settings(props))
@@ -266,12 +281,7 @@ class BrokerSettingsProvider(ResourceProvider):
         return DiffResult(changes=_settings(olds) != _settings(news), replaces=[], stables=[])
 
     def _reconcile(self, props: dict[str, Any]) -> None:
-        with connection_of(props) as connection:
-            desired, admin = _broker_desired(props), Admin(connection)
-            live = until_answering(connection, "planning the broker settings",
-                                   lambda: plan_cluster(connection, desired, {}, admin))
-            apply_cluster(connection, desired, live, ApplyOptions(allow_destructive=True), lambda _m: None,
-                          admin=admin)
+        _plan_and_apply(props, _broker_desired(props), "the broker settings")
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         self._reconcile(props)
@@ -284,9 +294,7 @@ class BrokerSettingsProvider(ResourceProvider):
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """What the brokers' cluster defaults hold of the declared settings: drift shows on refresh."""
         declared = _settings(props)
-        with connection_of(props) as connection:
-            plan = until_answering(connection, "reading the broker settings",
-                                   lambda: plan_cluster(connection, _broker_desired(props), {})).plan
+        plan = _planned(props, _broker_desired(props), "the broker settings")
         current = dict(declared)
         for change in plan.changes:
             if change.key is not None and change.key in current:
@@ -317,12 +325,7 @@ class FeaturesProvider(ResourceProvider):
         return DiffResult(changes=_levels(olds) != _levels(news), replaces=[], stables=[])
 
     def _reconcile(self, props: dict[str, Any]) -> None:
-        with connection_of(props) as connection:
-            desired, admin = _features_desired(props), Admin(connection)
-            live = until_answering(connection, "planning the feature levels",
-                                   lambda: plan_cluster(connection, desired, {}, admin))
-            apply_cluster(connection, desired, live, ApplyOptions(allow_destructive=True), lambda _m: None,
-                          admin=admin)
+        _plan_and_apply(props, _features_desired(props), "the feature levels")
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         self._reconcile(props)
@@ -334,9 +337,7 @@ class FeaturesProvider(ResourceProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """The finalised levels of the declared features: a level changed behind the stack shows on refresh."""
-        with connection_of(props) as connection:
-            plan = until_answering(connection, "reading the feature levels",
-                                   lambda: plan_cluster(connection, _features_desired(props), {})).plan
+        plan = _planned(props, _features_desired(props), "the feature levels")
         levels = _levels(props)
         for change in plan.changes:
             if change.resource in levels and change.current is not None:
@@ -350,6 +351,61 @@ class Features(pulumi.dynamic.Resource):
     def __init__(self, name: str, levels: dict[str, int], connection: pulumi.Input[dict[str, Any]],
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(FeaturesProvider(), name, {"levels": levels, "connection": pulumi.Output.secret(
+            connection)}, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+                additional_secret_outputs=["connection"])))
+
+
+def _groups(props: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {g: {k: str(v) for k, v in settings.items()} for g, settings in (props.get("groups") or {}).items()}
+
+
+def _groups_desired(props: dict[str, Any]) -> Desired:
+    """The declared groups' settings (`groups[].config`), owning nothing else."""
+    return Desired(ClusterState(), OWNS_NOTHING, group_configs=_groups(props))
+
+
+class GroupSettingsProvider(ResourceProvider):
+    """The declared consumer, share and streams groups' settings (GROUP resources), planned and applied by
+    `kraftform apply`'s code: set live, a setting on a declared group the stack does not declare removed. The
+    resource's removal removes the settings it declared (the groups fall back to the brokers' defaults)."""
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        return DiffResult(changes=_groups(olds) != _groups(news), replaces=[], stables=[])
+
+    def _reconcile(self, props: dict[str, Any]) -> None:
+        _plan_and_apply(props, _groups_desired(props), "the groups' settings")
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        self._reconcile(props)
+        return CreateResult("group-settings", props)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        # A group the stack no longer declares: its settings go, as the resource's removal would remove them.
+        gone: dict[str, dict[str, str]] = {g: {} for g in _groups(olds) if g not in _groups(news)}
+        self._reconcile({**news, "groups": {**gone, **_groups(news)}})
+        return UpdateResult(news)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """What the declared groups hold: a setting changed behind the stack shows on refresh."""
+        groups = _groups(props)
+        for change in _planned(props, _groups_desired(props), "the groups' settings").changes:
+            if change.resource in groups and change.key is not None:
+                if change.current is None:
+                    groups[change.resource].pop(change.key, None)
+                else:
+                    groups[change.resource][change.key] = change.current
+        return ReadResult(id_, {**props, "groups": groups})
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        self._reconcile({**props, "groups": {g: {} for g in _groups(props)}})
+
+
+class GroupSettings(pulumi.dynamic.Resource):
+    """The stack's groups' settings (`GroupSettingsProvider`)."""
+
+    def __init__(self, name: str, groups: dict[str, dict[str, str]], connection: pulumi.Input[dict[str, Any]],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(GroupSettingsProvider(), name, {"groups": groups, "connection": pulumi.Output.secret(
             connection)}, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
                 additional_secret_outputs=["connection"])))
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from kraftform.errors import Location, Problem
+from kraftform.group_configs import check_group_setting
 from kraftform.server_configs import check_setting
 from kraftform.specset.checks import feature_problem
 from kraftform.specset.model import (
@@ -23,6 +24,7 @@ from kraftform.specset.model import (
     ConsumerSpec,
     Conventions,
     ExternalListener,
+    GroupSpec,
     Load,
     ManagedScope,
     PrincipalSpec,
@@ -300,6 +302,14 @@ class Builder:
             query_location=entry.at("query") if "query" in d else entry.at(),
         )
 
+    def group(self, entry: Entry) -> GroupSpec:
+        config = plain_settings(entry.data.get("config"))
+        for key, value in config.items():
+            problem = check_group_setting(key, value)
+            if problem is not None:
+                self.problems.append(Problem(entry.at("config", key), f"group {entry.data['name']!r}: {problem}"))
+        return GroupSpec(entry.data["name"], config, entry.data.get("description", ""), entry.at())
+
     def quota(self, entry: Entry) -> QuotaSpec:
         d = entry.data
         values: dict[str, float] = {}
@@ -347,6 +357,7 @@ def build_specset(docs: list[SourceDoc]) -> tuple[SpecSet | None, list[Problem]]
         consumers=tuple(b.consumer(e) for e in entries(docs, "consumers")),
         profiles=profiles,
         files=tuple(d.file for d in docs),
+        groups=tuple(b.group(e) for e in entries(docs, "groups")),
     )
     return specset, b.problems
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from kraftform.errors import Location, Problem
+from kraftform.group_configs import bounds_problem
 from kraftform.kafka_features import RELEASE_FEATURES
 from kraftform.server_configs import definition
 from kraftform.specset.model import DEFAULT_ENTITY, RESERVED_USERS, AclSpec, ClusterSpec, SpecSet, TopicSpec
@@ -52,6 +53,7 @@ def check_unique_names(s: SpecSet) -> Iterator[Problem]:
     yield from _duplicates(s.principals, lambda p: p.name, lambda p: p.location, "principal")
     yield from _duplicates(s.consumers, lambda c: c.name, lambda c: c.location, "consumer")
     yield from _duplicates(s.quotas, lambda q: q.entity.describe(), lambda q: q.location, "quota entity")
+    yield from _duplicates(s.groups, lambda g: g.name, lambda g: g.location, "group")
     bindings = [(b, acl.location) for acl in s.acls for b in acl.bindings()]
     yield from _duplicates(bindings, lambda pair: pair[0].describe(), lambda pair: pair[1], "ACL binding")
 
@@ -222,6 +224,14 @@ def check_acls(s: SpecSet) -> Iterator[Problem]:
             yield Problem(acl.location, "a cluster ACL's resource is the literal name 'kafka-cluster'")
 
 
+def check_group_bounds(s: SpecSet) -> Iterator[Problem]:
+    for group in s.groups:
+        for key, value in sorted(group.config.items()):
+            problem = bounds_problem(key, value, s.cluster.broker_config)
+            if problem is not None:
+                yield Problem(group.location, f"group {group.name!r}: {problem}")
+
+
 def check_quotas(s: SpecSet) -> Iterator[Problem]:
     known = {p.removeprefix("User:") for p in _declared_principals(s)} | {DEFAULT_ENTITY}
     for q in s.quotas:
@@ -250,6 +260,7 @@ def acl_allows(acls: Iterable[AclSpec], user: str, resource_type: str, name: str
 CHECKS: tuple[Callable[[SpecSet], Iterator[Problem]], ...] = (
     check_unique_names, check_cluster, check_topic_names, check_topic_replication, check_acls,
     check_quotas,
+    check_group_bounds,
 )
 
 Check = Callable[[SpecSet], Iterator[Problem]]

@@ -346,6 +346,16 @@ class ConsumerSpec:
 
 
 @dataclass(frozen=True)
+class GroupSpec:
+    """Settings of one consumer, share or streams group (a GROUP resource), over the brokers' group defaults."""
+
+    name: str
+    config: Settings = field(default_factory=dict)
+    description: str = ""
+    location: Location = _loc()
+
+
+@dataclass(frozen=True)
 class SpecSet:
     """Everything one spec directory declares, with profiles resolved (built-ins included)."""
 
@@ -358,6 +368,7 @@ class SpecSet:
     consumers: tuple[ConsumerSpec, ...] = ()
     profiles: Mapping[str, Profile] = field(default_factory=dict)
     files: tuple[str, ...] = ()
+    groups: tuple[GroupSpec, ...] = ()
 
     def topic(self, name: str) -> TopicSpec | None:
         return next((t for t in self.topics if t.name == name), None)

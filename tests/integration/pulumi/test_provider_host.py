@@ -23,7 +23,12 @@ from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
 from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
 from kraftform.pulumi.consumers import ConsumerStateProvider, state_inputs
-from kraftform.pulumi.providers import AccessProvider, BrokerSettingsProvider, FeaturesProvider
+from kraftform.pulumi.providers import (
+    AccessProvider,
+    BrokerSettingsProvider,
+    FeaturesProvider,
+    GroupSettingsProvider,
+)
 from kraftform.pulumi.rolling import NodeGateProvider
 from kraftform.pulumi.topics import TopicSetProvider
 from kraftform.runtime.tools import ACLS, CONFIGS, TOPICS, run_kafka_tool
@@ -333,6 +338,34 @@ def test_feature_levels_are_set_through_the_engine_calls_and_a_move_kafka_refuse
         outputs = host.update(provider, "features", id_, outputs, {**inputs, "levels": {elr: 1}})
         host.delete(provider, "features", id_, outputs)
     assert finalised()[elr] == 1  # deleting the resource leaves the levels as they are
+
+
+def test_groups_settings_are_set_through_the_engine_calls_refreshed_and_removed_with_the_resource(
+        host: ProviderHost, local_cluster: LiveCluster) -> None:
+    provider = GroupSettingsProvider()
+    group = unique("pulumi-group")
+    connection = read_connection(local_cluster.state_dir / "admin.properties")
+
+    def held() -> dict[str, str]:
+        return dict(observe(connection, groups=[group]).state.group_configs[group])
+
+    props = {"groups": {group: {"consumer.session.timeout.ms": "50000"}},
+             "connection": connection_props(local_cluster)}
+    inputs, failures = host.check(provider, "group-settings", {}, props)
+    assert failures == []
+    id_, outputs = host.create(provider, "group-settings", inputs)
+    try:
+        assert held() == {"consumer.session.timeout.ms": "50000"}
+        assert host.diff(provider, "group-settings", id_, outputs, inputs).changes == proto.DiffResponse.DIFF_NONE
+        run_kafka_tool(CONFIGS, [*kafka_tool_args(local_cluster), "--alter", "--entity-type", "groups",
+                                 "--entity-name", group, "--add-config", "consumer.session.timeout.ms=55000"])
+        _, refreshed = host.read(provider, "group-settings", id_, outputs, inputs)
+        assert refreshed["groups"] == {group: {"consumer.session.timeout.ms": "55000"}}  # the drift, for a refresh
+        outputs = host.update(provider, "group-settings", id_, outputs, inputs)
+        assert held() == {"consumer.session.timeout.ms": "50000"}
+    finally:
+        host.delete(provider, "group-settings", id_, outputs)
+    assert held() == {}
 
 
 def test_a_nodes_gates_wait_through_the_engine_calls_and_fail_naming_what_is_not_back(

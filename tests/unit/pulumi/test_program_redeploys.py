@@ -98,3 +98,11 @@ def test_declared_feature_levels_replace_no_node_and_go_to_a_features_resource(s
     nodes, [features] = nodes_and_features(specs)
     assert len(nodes) == 6 and nodes == plain_nodes
     assert features.inputs["levels"] == {"group.version": 1, "share.version": 0}
+
+
+def test_declared_groups_settings_go_to_one_resource(specs_copy: SpecsCopy) -> None:
+    specs = specs_copy()
+    (specs / "groups.yaml").write_text("groups:\n  - name: billing\n    config: {consumer.session.timeout.ms: 50000}\n")
+    mocks = registered("dev", lambda: StackConfig(specs, image="local"))
+    [resource] = [r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name == "group-settings"]
+    assert resource.inputs["groups"] == {"billing": {"consumer.session.timeout.ms": "50000"}}

@@ -284,22 +284,10 @@ class Applier:
                    "delete topics", benign={"UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_ID"})
 
     def topic_configs(self, changes: list[Change]) -> None:
-        entries: dict[str, list[ConfigEntry]] = defaultdict(list)
-        for c in changes:
-            assert c.key is not None
-            value = _payload(c, ConfigValue).value
-            op = AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET
-            entries[c.resource].append(ConfigEntry(c.key, value, incremental_operation=op))
-        self._alter_configs(ResourceType.TOPIC, entries, "alter topic configs")
+        self._alter_configs(ResourceType.TOPIC, _config_entries(changes), "alter topic configs")
 
     def group_configs(self, changes: list[Change]) -> None:
-        entries: dict[str, list[ConfigEntry]] = defaultdict(list)
-        for c in changes:
-            assert c.key is not None
-            value = _payload(c, ConfigValue).value
-            op = AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET
-            entries[c.resource].append(ConfigEntry(c.key, value, incremental_operation=op))
-        self._alter_configs(ResourceType.GROUP, entries, "alter group settings")
+        self._alter_configs(ResourceType.GROUP, _config_entries(changes), "alter group settings")
 
     def _alter_configs(self, restype: ResourceType, entries: Mapping[str, list[ConfigEntry]], what: str) -> None:
         resources = [ConfigResource(restype, name, incremental_configs=e) for name, e in sorted(entries.items())]
@@ -418,6 +406,17 @@ class Applier:
         Kind.FEATURE: features, Kind.BROKER_CONFIG: broker_configs, Kind.USER: users, Kind.ACL: acls,
         Kind.QUOTA: quotas, Kind.TOPIC: topics, Kind.TOPIC_CONFIG: topic_configs,
         Kind.PARTITIONS: partitions, Kind.REPLICATION: replication, Kind.GROUP_CONFIG: group_configs}
+
+
+def _config_entries(changes: list[Change]) -> dict[str, list[ConfigEntry]]:
+    """Resource name -> its settings to set (or delete: a None value) in one IncrementalAlterConfigs."""
+    entries: dict[str, list[ConfigEntry]] = defaultdict(list)
+    for c in changes:
+        assert c.key is not None
+        value = _payload(c, ConfigValue).value
+        op = AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET
+        entries[c.resource].append(ConfigEntry(c.key, value, incremental_operation=op))
+    return entries
 
 
 def _mechanism(name: str) -> ScramMechanism:

@@ -6,8 +6,10 @@ each other's resources (each spec's managed scope is its own prefix and its decl
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import LivePlan, apply_cluster, plan_cluster
 from kraftform.plan.state import ClusterState
 from kraftform.specset.model import SpecSet
+from kraftform.testing.cluster import EphemeralCluster, ephemeral_cluster
 
 from ..conftest import CLUSTER_SPECS, LiveCluster, unique
 
@@ -86,3 +89,45 @@ def workspace(local_cluster: LiveCluster, tmp_path: Path) -> Workspace:
     root = tmp_path / "specs"
     root.mkdir()
     return Workspace(local_cluster, root, unique("rc"))
+
+
+#: One combined node, as the `fast` test topology runs it: the cluster section of the specs a test on one plans.
+ONE_NODE: dict[str, Any] = {
+    "name": "kfonenode", "mode": "combined", "brokers": 1, "controllers": 1,
+    "defaults": {"replication_factor": 1, "min_insync_replicas": 1},
+    "security": {"sasl_mechanism": "SCRAM-SHA-512", "controller_auth": "mtls"},
+}
+
+
+@dataclass
+class OneNode:
+    """A one-node cluster of a test module's own (started through `kraftform.testing`, as a user's suite starts
+    one) and the specs directory a test rewrites and runs `kraftform` commands with."""
+
+    specs: Path
+    cluster: EphemeralCluster | None = None
+
+    def declare(self, cluster: dict[str, Any] | None = None, **sections: Any) -> None:
+        (self.specs / "cluster.yaml").write_text(yaml.safe_dump({"cluster": {**ONE_NODE, **(cluster or {})},
+                                                                 **sections}))
+
+    @property
+    def running(self) -> EphemeralCluster:
+        assert self.cluster is not None
+        return self.cluster
+
+    def kraftform(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`kraftform COMMAND SPECS --command-config admin.properties`, as a user runs it."""
+        return subprocess.run([sys.executable, "-m", "kraftform", *args, str(self.specs), "--command-config",
+                               str(self.running.properties())], capture_output=True, text=True, timeout=120,
+                              check=False)
+
+
+@contextlib.contextmanager
+def one_node(specs: Path, cluster: dict[str, Any] | None = None, **sections: Any) -> Iterator[OneNode]:
+    """A one-node test cluster started from ONE_NODE with `cluster` over it and `sections` beside it."""
+    made = OneNode(specs)
+    made.declare(cluster, **sections)
+    with ephemeral_cluster(specs, "fast") as started:
+        made.cluster = started
+        yield made

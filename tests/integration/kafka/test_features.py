@@ -5,57 +5,36 @@ refused in the plan in Kafka's words, before anything is sent."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-import yaml
 
 from kraftform.kafka.admin import Requests, kafka_python_admin
 from kraftform.kafka.observe import observe
 from kraftform.kafka_features import RELEASE_FEATURES
-from kraftform.testing.cluster import EphemeralCluster, ephemeral_cluster
+
+from .conftest import OneNode, one_node
 
 pytestmark = pytest.mark.integration
 
-#: One combined node, as the `fast` test topology runs it: the specs a plan compares the cluster with say so.
-CLUSTER = {
-    "name": "kffeatures", "mode": "combined", "brokers": 1, "controllers": 1, "metadata_version": "4.0",
-    "defaults": {"replication_factor": 1, "min_insync_replicas": 1},
-    "security": {"sasl_mechanism": "SCRAM-SHA-512", "controller_auth": "mtls"},
-}
+#: A cluster at Kafka 4.0's feature levels, transaction.version below 4.0's own.
+AT_4_0 = {"metadata_version": "4.0"}
 
 
-@dataclass
-class Featured:
-    cluster: EphemeralCluster
-    specs: Path
-
-    def declare(self, features: dict[str, int]) -> None:
-        (self.specs / "cluster.yaml").write_text(yaml.safe_dump({"cluster": {**CLUSTER, "features": features}}))
-
-    def kraftform(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "kraftform", *args, str(self.specs), "--command-config",
-                               str(self.cluster.properties())], capture_output=True, text=True, timeout=120,
-                              check=False)
+class Featured(OneNode):
+    def declare_features(self, features: dict[str, int]) -> None:
+        self.declare({**AT_4_0, "features": features})
 
     def finalised(self) -> dict[str, int]:
-        with kafka_python_admin(self.cluster.admin, Requests()) as client:
+        with kafka_python_admin(self.running.admin, Requests()) as client:
             return {name: int(v["finalized"][1]) for name, v in client.describe_features().items()
                     if "finalized" in v}
 
 
 @pytest.fixture(scope="module")
 def featured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Featured]:
-    specs = tmp_path_factory.mktemp("features")
-    made = Featured(None, specs)  # type: ignore[arg-type]
-    made.declare({"transaction.version": 1})
-    with ephemeral_cluster(specs, "fast") as cluster:
-        made.cluster = cluster
-        yield made
+    with one_node(tmp_path_factory.mktemp("features"), {**AT_4_0, "features": {"transaction.version": 1}}) as node:
+        yield Featured(node.specs, node.cluster)
 
 
 def test_a_new_cluster_is_formatted_at_the_declared_levels_and_plans_no_change(featured: Featured) -> None:
@@ -68,7 +47,7 @@ def test_a_new_cluster_is_formatted_at_the_declared_levels_and_plans_no_change(f
 
 
 def test_features_go_up_and_down_as_declared_and_kafka_refusals_are_planned_in_its_words(featured: Featured) -> None:
-    featured.declare({"transaction.version": 2, "share.version": 1, "kraft.version": 0})
+    featured.declare_features({"transaction.version": 2, "share.version": 1, "kraft.version": 0})
     planned = featured.kraftform("plan")
     assert planned.returncode == 2, planned.stdout + planned.stderr
     assert "[disruptive] update feature transaction.version level: 1 -> 2" in planned.stdout, planned.stdout
@@ -79,14 +58,14 @@ def test_features_go_up_and_down_as_declared_and_kafka_refusals_are_planned_in_i
     assert refused.returncode == 1 and "refused changes; nothing was applied" in refused.stderr, refused.stderr
     assert featured.finalised()["transaction.version"] == 1
 
-    featured.declare({"transaction.version": 2, "share.version": 1})
+    featured.declare_features({"transaction.version": 2, "share.version": 1})
     applied = featured.kraftform("apply", "--auto-approve")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     levels = featured.finalised()
     assert (levels["transaction.version"], levels["share.version"]) == (2, 1)
     assert featured.kraftform("plan").returncode == 0
 
-    featured.declare({"transaction.version": 2, "share.version": 0})
+    featured.declare_features({"transaction.version": 2, "share.version": 0})
     lowered = featured.kraftform("plan")
     assert "[destructive] update feature share.version level: 1 -> 0" in lowered.stdout, lowered.stdout
     waiting = featured.kraftform("apply", "--auto-approve")
@@ -99,10 +78,10 @@ def test_features_go_up_and_down_as_declared_and_kafka_refusals_are_planned_in_i
 
 
 def test_with_elr_enabled_kafka_keeps_min_isr_as_a_cluster_default_the_plan_compares(featured: Featured) -> None:
-    featured.declare({"transaction.version": 2, "eligible.leader.replicas.version": 1})
+    featured.declare_features({"transaction.version": 2, "eligible.leader.replicas.version": 1})
     applied = featured.kraftform("apply", "--auto-approve")
     assert applied.returncode == 0, applied.stdout + applied.stderr
-    state = observe(featured.cluster.admin).state
+    state = observe(featured.running.admin).state
     assert state.features["eligible.leader.replicas.version"] == 1
     # The brokers' static value (defaults.min_insync_replicas: 1) became a cluster-level dynamic default.
     assert state.broker_defaults.get("min.insync.replicas") == "1", state.broker_defaults

@@ -7,66 +7,44 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
 from kraftform.runtime.tools import CONFIGS, run_kafka_tool
-from kraftform.testing.cluster import EphemeralCluster, ephemeral_cluster
+
+from .conftest import OneNode, one_node
 
 pytestmark = pytest.mark.integration
 
-CLUSTER = {
-    "name": "kfgroups", "mode": "combined", "brokers": 1, "controllers": 1,
-    "defaults": {"replication_factor": 1, "min_insync_replicas": 1},
-    "security": {"sasl_mechanism": "SCRAM-SHA-512", "controller_auth": "mtls"},
-}
-
-
-@dataclass
-class Grouped:
-    cluster: EphemeralCluster
-    specs: Path
-
-    def declare(self, groups: list[dict[str, Any]]) -> None:
-        (self.specs / "cluster.yaml").write_text(yaml.safe_dump({"cluster": CLUSTER, "groups": groups}))
-
-    def kraftform(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "kraftform", *args, str(self.specs), "--command-config",
-                               str(self.cluster.properties())], capture_output=True, text=True, timeout=120,
-                              check=False)
+class Grouped(OneNode):
+    def declare_groups(self, groups: list[dict[str, Any]]) -> None:
+        self.declare(groups=groups)
 
     def settings(self, group: str) -> dict[str, str]:
         """What is set on the group's own GROUP resource, read with the Admin API."""
         resource = ConfigResource(ResourceType.GROUP, group)
-        admin = AdminClient(self.cluster.client())  # kept while the request runs: a destroyed client fails it
+        admin = AdminClient(self.running.client())  # kept while the request runs: a destroyed client fails it
         entries = admin.describe_configs([resource])[resource].result(30)
         return {k: e.value for k, e in entries.items() if e.source == ConfigSource.GROUP_CONFIG.value}
 
     def tool(self, *args: str) -> str:
-        return run_kafka_tool(CONFIGS, ["--bootstrap-server", self.cluster.bootstrap, "--command-config",
-                                        str(self.cluster.properties()), *args])
+        return run_kafka_tool(CONFIGS, ["--bootstrap-server", self.running.bootstrap, "--command-config",
+                                        str(self.running.properties()), *args])
 
 
 @pytest.fixture(scope="module")
 def grouped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grouped]:
-    specs = tmp_path_factory.mktemp("groups")
-    made = Grouped(None, specs)  # type: ignore[arg-type]
-    made.declare([])
-    with ephemeral_cluster(specs, "fast") as cluster:
-        made.cluster = cluster
-        yield made
+    with one_node(tmp_path_factory.mktemp("groups")) as node:
+        yield Grouped(node.specs, node.cluster)
 
 
 def test_group_settings_are_applied_live_drift_is_repaired_and_other_groups_are_left_alone(
         grouped: Grouped) -> None:
     grouped.tool("--alter", "--entity-type", "groups", "--entity-name", "someone-else", "--add-config",
                  "consumer.session.timeout.ms=60000")
-    grouped.declare([
+    grouped.declare_groups([
         {"name": "billing", "config": {"consumer.session.timeout.ms": 50000, "consumer.heartbeat.interval.ms": 6000}},
         {"name": "billing-share", "config": {"share.auto.offset.reset": "earliest",
                                              "share.record.lock.duration.ms": 20000}},
@@ -97,7 +75,7 @@ def test_group_settings_are_applied_live_drift_is_repaired_and_other_groups_are_
 
 def test_a_group_setting_kafka_does_not_have_is_a_located_validation_error(grouped: Grouped) -> None:
     def validate(config: dict[str, Any]) -> str:
-        grouped.declare([{"name": "billing", "config": config}])
+        grouped.declare_groups([{"name": "billing", "config": config}])
         checked = subprocess.run([sys.executable, "-m", "kraftform", "validate", str(grouped.specs)],
                                  capture_output=True, text=True, timeout=60, check=False)
         assert checked.returncode == 1 and "cluster.yaml:" in checked.stderr, checked.stderr

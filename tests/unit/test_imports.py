@@ -71,7 +71,7 @@ def test_every_module_imports_on_its_own_in_a_fresh_interpreter() -> None:
 #: rules join the model's in `declared`; only `runtime` and `pulumi` start things; the CLI is the top.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "units", "versions", "waiting", "tables", "topic_configs", "kafka_configs", "server_configs",
-               "kafka_features"}),
+               "kafka_features", "group_configs", "kafka_group_configs"}),
     frozenset({"specset"}),
     frozenset({"cluster", "lint", "monitoring"}),
     frozenset({"artifacts", "plan"}),

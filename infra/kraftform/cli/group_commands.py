@@ -52,6 +52,10 @@ def cmd_reset(args: argparse.Namespace) -> int:
     if not group_is_declared(specs, args.group):
         raise UsageError(f"group {args.group!r} is not declared: no ACL in {args.specs_dir} grants a group of that "
                          f"name or a prefix of it")
+    if any(g.name == args.group and g.type == "share" for g in specs.groups):
+        raise UsageError(f"group {args.group!r} is declared a share group: its start offsets move with Kafka's "
+                         f"AlterShareGroupOffsets, which `groups reset` does not send (kafka-share-groups.sh "
+                         f"--reset-offsets does)")
     to = parse_reset_to(args.to)
     connection = read_connection(args.command_config) if args.command_config else admin_config(args.state_dir)
     view = read_group(connection, args.group, to, args.topic)

@@ -1,9 +1,10 @@
 """One look at a cluster for `kraftform status` and the lag exporter: brokers, the quorum, the declared topics'
-partitions and min.insync.replicas, declared consumers' positions and the end offsets they are measured against.
+partitions and min.insync.replicas, declared consumers' positions and the end offsets they are measured against,
+and declared share groups' delivery state.
 
 A handful of requests whatever the cluster's size: one Metadata, DescribeConfigs in
 batches, one DescribeQuorum, one ListOffsets, one OffsetFetch per declared consumer group (from a
-consumer that does not join it).
+consumer that does not join it), one DescribeShareGroupOffsets per declared share group.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from kraftform.errors import ConnectionFailed, KraftformError
 from kraftform.kafka.admin import Admin, batches
 from kraftform.kafka.gates import read_quorum
 from kraftform.kafka.observe import CONFIG_BATCH
+from kraftform.kafka.share_groups import share_group_offsets
 from kraftform.monitoring.status import ConsumerPosition, Observed, Partition, lag_limit
 from kraftform.specset.model import SpecSet
 
@@ -30,10 +32,16 @@ MIN_ISR = "min.insync.replicas"
 T = TypeVar("T")
 
 
+def declared_share_groups(specs: SpecSet) -> tuple[str, ...]:
+    return tuple(sorted(g.name for g in specs.groups if g.type == "share"))
+
+
 def declared_groups(specs: SpecSet) -> tuple[str, ...]:
-    """Consumer groups the specs name: every literal group an ACL grants (a prefix names no group)."""
-    return tuple(sorted({a.resource_name for a in specs.acls
-                         if a.resource_type == "group" and a.pattern_type == "literal" and a.resource_name != "*"}))
+    """Consumer groups the specs name: every literal group an ACL grants (a prefix names no group), but share
+    groups (`declared_share_groups`)."""
+    share = set(declared_share_groups(specs))
+    return tuple(sorted({a.resource_name for a in specs.acls if a.resource_type == "group"
+                         and a.pattern_type == "literal" and a.resource_name not in ("*", *share)}))
 
 
 #: Seconds each request may take: a probe answers within seconds even when a broker has just died and a request
@@ -151,6 +159,11 @@ def observe_status(connection: Connection, specs: SpecSet,
                             partial(committed_offsets, connection, group, every_partition))
         topics = tuple(sorted({t for t, _ in positions})) if positions else ()
         consumers.append(ConsumerPosition(group, "group", topics, positions, lag_limit(None)))
+    for group in declared_share_groups(specs):
+        state = attempt(f"the delivery state of share group {group}", partial(share_group_offsets, connection, group))
+        topics = tuple(sorted({t for t, _ in state.start})) if state else ()
+        consumers.append(ConsumerPosition(group, "share", topics, state.start if state else None, lag_limit(None),
+                                          state.lag if state else None))
     wanted = [TopicPartition(t, p) for t in sorted({t for c in consumers for t in c.topics})
               if t in metadata.topics for p in metadata.topics[t].partitions]
     ends = attempt("the end offsets of the consumers' topics", lambda: _end_offsets(admin, wanted)) or {}

@@ -116,6 +116,10 @@ def _kraftform_alerts(specs: SpecSet) -> list[Alert]:
                                        f"{DEFAULT_LAG_LIMIT}", "1m", "warning",
                         f"consumer group {{{{ $labels.consumer }}}} is {{{{ $value }}}} records behind (limit "
                         f"{DEFAULT_LAG_LIMIT:,})", (("kind", "group"),)))
+    alerts.append(Alert("ConsumerLag", f'kraftform_consumer_lag_records{{{sel}, kind="share"}} > '
+                                       f"{DEFAULT_LAG_LIMIT}", "1m", "warning",
+                        f"share group {{{{ $labels.consumer }}}} has {{{{ $value }}}} records not acknowledged "
+                        f"(limit {DEFAULT_LAG_LIMIT:,})", (("kind", "share"),)))
     return alerts
 
 

@@ -40,14 +40,23 @@ class Partition:
 
 @dataclass(frozen=True)
 class ConsumerPosition:
-    """Where a declared consumer is: a consumer group's committed offsets, or a Spark consumer's checkpoint."""
+    """Where a declared consumer is: a consumer group's committed offsets, a Spark consumer's checkpoint, or a
+    share group's start offsets and Kafka's own count of what it has not acknowledged."""
 
     name: str
-    kind: str  # "spark" or "group"
+    kind: str  # "spark", "group" or "share"
     topics: tuple[str, ...]
-    #: Next offset to read per partition; None: never started (no checkpoint, no committed offsets).
+    #: Next offset to read per partition (a share group's start offset); None: never started (no checkpoint, no
+    #: committed offsets, no share state).
     positions: Mapping[TopicPartition, int] | None
     limit: int
+    #: The records behind per partition as Kafka counts them (share groups: in-flight records included); None:
+    #: measured from `positions` to the end offsets.
+    lags: Mapping[TopicPartition, int] | None = None
+
+
+#: How each kind of consumer is named in status lines and problems.
+KINDS = {"spark": "Spark consumer", "group": "consumer group", "share": "share group"}
 
 
 @dataclass(frozen=True)
@@ -178,16 +187,18 @@ def _topics(declared: Mapping[str, int], seen: Observed) -> tuple[list[TopicStat
 def _consumers(seen: Observed) -> tuple[list[ConsumerStatus], list[str]]:
     statuses, problems = [], []
     for c in seen.consumers:
-        if c.positions is None or not seen.end_offsets:
+        if c.lags is not None:
+            lags = {f"{t}[{p}]": behind for (t, p), behind in sorted(c.lags.items())}
+        elif c.positions is None or not seen.end_offsets:
             statuses.append(ConsumerStatus(c.name, c.kind, None, c.limit))
             continue
-        lags = {f"{t}[{p}]": max(0, end - c.positions.get((t, p), 0))
-                for (t, p), end in sorted(seen.end_offsets.items()) if t in c.topics}
+        else:
+            lags = {f"{t}[{p}]": max(0, end - c.positions.get((t, p), 0))
+                    for (t, p), end in sorted(seen.end_offsets.items()) if t in c.topics}
         lag = sum(lags.values())
         statuses.append(ConsumerStatus(c.name, c.kind, lag, c.limit, lags))
         if lag > c.limit:
-            what = "Spark consumer" if c.kind == "spark" else "consumer group"
-            problems.append(f"{what} {c.name} is {lag:,} records behind on {', '.join(c.topics)} "
+            problems.append(f"{KINDS[c.kind]} {c.name} is {lag:,} records behind on {', '.join(c.topics)} "
                             f"(its limit: {c.limit:,})")
     return statuses, problems
 
@@ -213,7 +224,8 @@ def render_text(status: Status) -> str:
                                                           or t.under_min_isr))
     lines.append(f"topics: {healthy_topics} of {len(status.topics)} declared fully replicated")
     for c in status.consumers:
-        lag = "not started" if c.lag is None else f"lag {c.lag:,} records (limit {c.limit:,})"
-        lines.append(f"{'Spark consumer' if c.kind == 'spark' else 'consumer group'} {c.name}: {lag}")
+        what = " not acknowledged" if c.kind == "share" else ""
+        lag = "not started" if c.lag is None else f"lag {c.lag:,} records{what} (limit {c.limit:,})"
+        lines.append(f"{KINDS[c.kind]} {c.name}: {lag}")
     lines += [f"PROBLEM: {p}" for p in status.problems]
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from kraftform.specset.model import (
     ConsumerSpec,
     Conventions,
     ExternalListener,
+    GroupReader,
     GroupSpec,
     Load,
     ManagedScope,
@@ -308,7 +309,10 @@ class Builder:
             problem = check_group_setting(key, value)
             if problem is not None:
                 self.problems.append(Problem(entry.at("config", key), f"group {entry.data['name']!r}: {problem}"))
-        return GroupSpec(entry.data["name"], config, entry.data.get("description", ""), entry.at())
+        readers = tuple(GroupReader(r["principal"], tuple(r["topics"]), entry.at("readers", i))
+                        for i, r in enumerate(entry.data.get("readers", ())))
+        return GroupSpec(entry.data["name"], config, entry.data.get("description", ""), entry.at(),
+                         entry.data.get("type"), readers)
 
     def quota(self, entry: Entry) -> QuotaSpec:
         d = entry.data
@@ -336,16 +340,18 @@ def build_specset(docs: list[SourceDoc]) -> tuple[SpecSet | None, list[Problem]]
         b.problems.append(Problem(extra.at(), f"a second `cluster` section (the first is at {clusters[0].at()})"))
     cluster = b.cluster(clusters[0])
     profiles = b.profiles(list(entries(docs, "profiles")))
+    groups = tuple(b.group(e) for e in entries(docs, "groups"))
+    declared_acls = tuple(
+        AclSpec(principal=e.data["principal"], resource_type=e.data["resource"]["type"],
+                resource_name=e.data["resource"]["name"], operations=tuple(e.data["operations"]),
+                **present(e.data, "permission", "host"),
+                **{"pattern_type": e.data["resource"]["pattern"]} if "pattern" in e.data["resource"] else {},
+                location=e.at())
+        for e in entries(docs, "acls"))
     specset = SpecSet(
         cluster=cluster,
         topics=tuple(b.topic(e, cluster, profiles) for e in entries(docs, "topics")),
-        acls=tuple(
-            AclSpec(principal=e.data["principal"], resource_type=e.data["resource"]["type"],
-                    resource_name=e.data["resource"]["name"], operations=tuple(e.data["operations"]),
-                    **present(e.data, "permission", "host"),
-                    **{"pattern_type": e.data["resource"]["pattern"]} if "pattern" in e.data["resource"] else {},
-                    location=e.at())
-            for e in entries(docs, "acls")),
+        acls=declared_acls + _readers_acls(groups, declared_acls),
         quotas=tuple(b.quota(e) for e in entries(docs, "quotas")),
         users=tuple(
             UserSpec(e.data["name"], _secret(e.data["password"]),
@@ -357,9 +363,21 @@ def build_specset(docs: list[SourceDoc]) -> tuple[SpecSet | None, list[Problem]]
         consumers=tuple(b.consumer(e) for e in entries(docs, "consumers")),
         profiles=profiles,
         files=tuple(d.file for d in docs),
-        groups=tuple(b.group(e) for e in entries(docs, "groups")),
+        groups=groups,
     )
     return specset, b.problems
+
+
+def _readers_acls(groups: tuple[GroupSpec, ...], declared: tuple[AclSpec, ...]) -> tuple[AclSpec, ...]:
+    """The groups' readers' grants (`GroupSpec.reader_acls`), less those the acls section already declares: a
+    grant is one ACL binding in Kafka however many entries ask for it."""
+    have = {b for acl in declared for b in acl.bindings()}
+    added: list[AclSpec] = []
+    for acl in (a for g in groups for a in g.reader_acls()):
+        if not set(acl.bindings()) <= have:
+            added.append(acl)
+            have |= set(acl.bindings())
+    return tuple(added)
 
 
 def _secret(raw: Mapping[str, str]) -> SecretRef:

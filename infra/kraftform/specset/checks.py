@@ -232,6 +232,41 @@ def check_group_bounds(s: SpecSet) -> Iterator[Problem]:
                 yield Problem(group.location, f"group {group.name!r}: {problem}")
 
 
+def feature_level(cluster: ClusterSpec, feature: str) -> int | None:
+    """The level the cluster declares for `feature`, or the one its metadata_version (or Kafka release) formats
+    it at; None for a release kraftform has no levels of."""
+    if feature in cluster.features:
+        return cluster.features[feature]
+    release = cluster.metadata_version or ".".join(cluster.kafka_version.split(".")[:2])
+    return RELEASE_FEATURES.get(release, {}).get(feature)
+
+
+def check_groups(s: SpecSet) -> Iterator[Problem]:
+    """A group's settings are of its type's family; its readers read declared topics, and share groups' readers
+    need a cluster with share groups (share.version 1)."""
+    topics = [t.name for t in s.topics]
+    share_level = feature_level(s.cluster, "share.version")
+    for group in s.groups:
+        named = f"group {group.name!r}"
+        if group.type is not None:
+            for key in sorted(k for k in group.config if not k.startswith(f"{group.type}.")):
+                yield Problem(group.location, f"{named} is a {group.type} group: {key} is a "
+                                              f"{key.split('.')[0]} group's setting (a {group.type} group "
+                                              f"takes {group.type}.*)")
+        if group.readers and group.type == "streams":
+            yield Problem(group.readers[0].location, f"{named}: a streams group's application also needs its "
+                                                     f"internal topics; declare its ACLs in the acls section")
+        for reader in group.readers:
+            for topic in reader.topics:
+                if topic not in topics:
+                    near = difflib.get_close_matches(topic, topics, n=1)
+                    yield Problem(reader.location, f"{named}: {reader.principal} reads undeclared topic {topic!r}"
+                                                   + (f"; did you mean {near[0]!r}?" if near else ""))
+        if group.readers and group.type == "share" and share_level == 0:
+            yield Problem(group.location, f"{named}: share groups need share.version 1 and the cluster's is 0 "
+                                          f"(declare `features: {{share.version: 1}}` in the cluster section)")
+
+
 def check_quotas(s: SpecSet) -> Iterator[Problem]:
     known = {p.removeprefix("User:") for p in _declared_principals(s)} | {DEFAULT_ENTITY}
     for q in s.quotas:
@@ -260,12 +295,13 @@ def acl_allows(acls: Iterable[AclSpec], user: str, resource_type: str, name: str
 CHECKS: tuple[Callable[[SpecSet], Iterator[Problem]], ...] = (
     check_unique_names, check_cluster, check_topic_names, check_topic_replication, check_acls,
     check_quotas,
-    check_group_bounds,
+    check_group_bounds, check_groups,
 )
 
 Check = Callable[[SpecSet], Iterator[Problem]]
 
 
 def check_specset(s: SpecSet, more: Iterable[Check] = ()) -> list[Problem]:
-    """Every problem the model's own checks and `more` (checks of layers above, such as Spark's) find."""
-    return [problem for check in (*CHECKS, *more) for problem in check(s)]
+    """Every problem the model's own checks and `more` (checks of layers above, such as Spark's) find, each once
+    (a group reader's grants share its place: one wrong principal is one problem)."""
+    return list(dict.fromkeys(problem for check in (*CHECKS, *more) for problem in check(s)))

@@ -345,14 +345,37 @@ class ConsumerSpec:
     query_location: Location = _loc()
 
 
+GroupType = Literal["consumer", "share", "streams"]
+
+
+@dataclass(frozen=True)
+class GroupReader:
+    """A principal consuming through a declared group: granted read on the group and on `topics` (literal ACLs,
+    added to `SpecSet.acls` when the specs are built)."""
+
+    principal: str
+    topics: tuple[str, ...]
+    location: Location = _loc()
+
+
 @dataclass(frozen=True)
 class GroupSpec:
-    """Settings of one consumer, share or streams group (a GROUP resource), over the brokers' group defaults."""
+    """One consumer, share or streams group: its settings (a GROUP resource, over the brokers' group defaults)
+    and the principals that read through it."""
 
     name: str
     config: Settings = field(default_factory=dict)
     description: str = ""
     location: Location = _loc()
+    #: The protocol whose settings it takes (None: any).
+    type: GroupType | None = None
+    readers: tuple[GroupReader, ...] = ()
+
+    def reader_acls(self) -> tuple[AclSpec, ...]:
+        """The grants its readers need: read on the group, read on each topic (describe comes with read)."""
+        return tuple(acl for r in self.readers for acl in (
+            AclSpec(r.principal, "group", self.name, ("read",), location=r.location),
+            *(AclSpec(r.principal, "topic", topic, ("read",), location=r.location) for topic in r.topics)))
 
 
 @dataclass(frozen=True)

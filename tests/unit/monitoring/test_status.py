@@ -80,3 +80,17 @@ def test_a_registered_broker_that_does_not_answer_is_down_and_its_partitions_und
     assert assess(TOPO, DECLARED, seen).problems == (
         "broker kftest-broker-1 (node 2) is registered but does not answer at 127.30.0.2:9092",
         "topic orders: 3 partition(s) under-replicated (0, 1, 2)")
+
+
+def test_a_share_groups_lag_is_kafkas_own_count_and_without_it_measured_from_its_start_offsets() -> None:
+    counted = ConsumerPosition("workers", "share", ("orders",), {("orders", 0): 4, ("orders", 1): 0}, 5,
+                               lags={("orders", 0): 2, ("orders", 1): 7})  # in-flight records: not past the start
+    status = assess(TOPO, DECLARED, dataclasses.replace(_healthy(), consumers=(counted,)))
+    assert (status.consumers[0].lag, dict(status.consumers[0].partitions)) == (9, {"orders[0]": 2, "orders[1]": 7})
+    assert status.problems == ("share group workers is 9 records behind on orders (its limit: 5)",)
+    assert "share group workers: lag 9 records not acknowledged (limit 5)" in render_text(status)
+    measured = dataclasses.replace(counted, lags=None)
+    assert assess(TOPO, DECLARED, dataclasses.replace(_healthy(), consumers=(measured,))).consumers[0].lag == 26
+    never = dataclasses.replace(counted, positions=None, lags=None, topics=())
+    assert "share group workers: not started" in render_text(
+        assess(TOPO, DECLARED, dataclasses.replace(_healthy(), consumers=(never,))))

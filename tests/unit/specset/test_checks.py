@@ -132,3 +132,44 @@ def test_a_feature_is_one_the_kafka_version_has_at_a_level_it_ships_each_named_w
     valid = specs_copy("valid")
     edit(valid / "cluster.yaml", "  brokers: 3\n", "  brokers: 3\n  features: {share.version: 1, group.version: 0}\n")
     assert load_specs(valid).cluster.features == {"share.version": 1, "group.version": 0}
+
+
+def test_a_groups_readers_get_read_on_the_group_and_its_topics_once(specs_copy: SpecsCopy) -> None:
+    specs = specs_copy()
+    (specs / "groups.yaml").write_text(
+        "groups:\n  - name: alert-workers\n    type: share\n    config: {share.auto.offset.reset: earliest}\n"
+        "    readers:\n      - principal: User:orders-service\n"
+        "        topics: [payments.fraud-scores.v1, orders.created.v1]\n")
+    loaded = load_specs(specs)
+    derived = [a for a in loaded.acls if a.location.file.endswith("groups.yaml")]
+    # orders-service already reads both topics (acls.yaml: a literal grant and the orders. prefix): only the
+    # literal topic binding that acls.yaml lacks and the group grant are added.
+    assert sorted((a.resource_type, a.resource_name, a.operations) for a in derived) == [
+        ("group", "alert-workers", ("read",)), ("topic", "orders.created.v1", ("read",))]
+    assert all(a.pattern_type == "literal" and a.permission == "allow" for a in derived)
+    assert {a.location.line for a in derived} == {6}  # the reader's entry
+
+
+def test_a_groups_type_readers_and_share_version_are_checked_where_declared(specs_copy: SpecsCopy) -> None:
+    specs = specs_copy()
+    (specs / "groups.yaml").write_text(
+        "groups:\n"
+        "  - name: alert-workers\n    type: share\n    config: {consumer.session.timeout.ms: 50000}\n"
+        "    readers:\n      - principal: User:nobody\n        topics: [payments.fraud-score.v1]\n"
+        "  - name: app\n    type: streams\n"
+        "    readers:\n      - principal: User:orders-service\n        topics: [orders.created.v1]\n")
+    edit(specs / "cluster.yaml", "  name: platform\n", "  name: platform\n  features: {share.version: 0}\n")
+    with pytest.raises(SpecError) as caught:
+        load_specs(specs)
+    found = sorted(f"{p.location.line}: {p.message}" for p in caught.value.problems)
+    assert found == [
+        "11: group 'app': a streams group's application also needs its internal topics; declare its ACLs in "
+        "the acls section",
+        "2: group 'alert-workers' is a share group: consumer.session.timeout.ms is a consumer group's setting "
+        "(a share group takes share.*)",
+        "2: group 'alert-workers': share groups need share.version 1 and the cluster's is 0 (declare "
+        "`features: {share.version: 1}` in the cluster section)",
+        "6: group 'alert-workers': User:nobody reads undeclared topic 'payments.fraud-score.v1'; did you mean "
+        "'payments.fraud-scores.v1'?",
+        "6: principal 'User:nobody' is neither a declared user nor a declared external principal",
+    ], found

@@ -10,6 +10,7 @@ Kafka record's metadata: key, topic, partition, offset, timestamp and headers.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,9 @@ class QueryFacts:
     #: The column inside a window()/session_window() grouping, if any.
     window_column: str | None = None
     uses_headers: bool = False
+    #: The value's fields the query reads (its watermark column included), in schema order: the job parses only
+    #: these. None: every field (no query, or a value that is not JSON).
+    reads: tuple[str, ...] | None = None
 
 
 def parse_schema(ddl: str) -> dict[str, str]:
@@ -112,6 +116,17 @@ def _parse(sql: str) -> exp.Query:
     return statement
 
 
+#: `window(` as Spark's tumbling-window function, not SQL's WINDOW clause (`WINDOW w AS (...)` has a name between).
+_WINDOW_CALL = re.compile(r"(?<![\w`.])window(?=\s*\()", re.IGNORECASE)
+
+
+def _quoted_window_calls(sql: str) -> str:
+    """`window(...)` with its name in backquotes, which is how sqlglot reads it as a call (bare, it expects a
+    WINDOW clause and reports a syntax error for a query Spark runs). Columns reported after such a call on the
+    same line are two further right than in the query's text."""
+    return _WINDOW_CALL.sub("`window`", sql)
+
+
 def _window_calls(node: Any) -> list[Any]:
     return [f for f in node.find_all(exp.Func)
             if (f.name if isinstance(f, exp.Anonymous) else f.sql_name()).lower() in WINDOW_FUNCTIONS]
@@ -153,8 +168,9 @@ def analyze(consumer: ConsumerSpec, sql: str | None = None) -> QueryFacts:
     """Parse and resolve the consumer's query (or `sql`) against its `input` view; raises QueryError."""
     columns = input_columns(consumer)
     text = consumer.query if sql is None else sql
-    if text is None:
+    if text is None:  # a transform alone, or the input as it is: every field
         return QueryFacts(tuple(columns), stateful=False, uses_headers=False)
+    text = _quoted_window_calls(text)
     tree = _parse(text)
     _check_functions(tree, text)
     for table in tree.find_all(exp.Table):
@@ -194,4 +210,16 @@ def analyze(consumer: ConsumerSpec, sql: str | None = None) -> QueryFacts:
         aggregates=tuple(sorted(a.sql("spark") for a in aggregates)),
         window_column=window_column,
         uses_headers=any(c.name == "headers" for c in resolved.find_all(exp.Column)),
+        reads=_fields_read(consumer, resolved),
     )
+
+
+def _fields_read(consumer: ConsumerSpec, resolved: exp.Query) -> tuple[str, ...] | None:
+    """The JSON value's fields `resolved` names anywhere (`*` is expanded by then), and the watermark's column.
+    Spark matches names case-insensitively, so this does too; a name it cannot tell apart keeps the field."""
+    if consumer.value.format != "json" or not consumer.value.schema:
+        return None
+    named = {part.lower() for c in resolved.find_all(exp.Column) for part in (c.name, c.table) if part}
+    if consumer.watermark is not None:
+        named.add(consumer.watermark.column.lower())
+    return tuple(f for f in parse_schema(consumer.value.schema) if f.lower() in named)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kraftform.spark.query import QueryError, analyze, input_columns, parse_schema
-from kraftform.specset.model import ConsumerSpec, SinkSpec, ValueFormat
+from kraftform.specset.model import ConsumerSpec, SinkSpec, ValueFormat, Watermark
 
 SCHEMA = "user_id STRING, url STRING, amount DOUBLE, event_time TIMESTAMP, tags ARRAY<STRING>, s STRUCT<a: INT>"
 
@@ -87,3 +89,31 @@ def test_functions_spark_has_pass_whatever_name_sqlglot_gives_them() -> None:
                      "extract(YEAR FROM event_time) AS e, transform(tags, t -> upper(t)) AS f, if(amount > 1, 1, 2) "
                      "AS g, position('a' IN url) AS h, count(*) AS n FROM input GROUP BY user_id, url, amount, "
                      "event_time, tags"))
+
+
+@pytest.mark.parametrize(("query", "reads"), [
+    ("SELECT user_id, url FROM input WHERE amount >= 0", ("user_id", "url", "amount")),
+    ("SELECT USER_ID AS k, Tags FROM input", ("user_id", "tags")),  # Spark's names are case-insensitive
+    ("SELECT s.a AS a, key FROM input", ("s",)),  # a struct's field: the struct is parsed
+    ("SELECT * FROM input", ("user_id", "url", "amount", "event_time", "tags", "s")),
+    ("SELECT count(*) AS n, session_window.start AS w FROM input GROUP BY session_window(event_time, '1 minute')",
+     ("event_time",)),
+    ("SELECT key, offset FROM input", ()),  # the record's own columns only: nothing to parse
+])
+def test_only_the_value_fields_a_query_reads_are_parsed(query: str, reads: tuple[str, ...]) -> None:
+    assert analyze(consumer(query)).reads == reads
+
+
+def test_every_field_is_parsed_without_a_query_and_the_watermark_column_always_is() -> None:
+    assert analyze(consumer()).reads is None  # a transform alone sees the whole input
+    watermarked = dataclasses.replace(consumer("SELECT url FROM input"), watermark=Watermark("event_time", 1000))
+    assert analyze(watermarked).reads == ("url", "event_time")
+    assert analyze(dataclasses.replace(consumer("SELECT value FROM input"), value=ValueFormat())).reads is None
+
+
+def test_a_tumbling_window_call_is_a_function_not_a_window_clause() -> None:
+    facts = analyze(consumer("SELECT window.start AS w, count(*) AS n FROM input GROUP BY window(event_time, "
+                             "'1 minute')"))
+    assert facts.stateful and facts.window_column == "event_time" and facts.output_columns == ("w", "n")
+    with pytest.raises(QueryError, match="has no function 'windw'"):
+        analyze(consumer("SELECT count(*) AS n FROM input GROUP BY windw(event_time, '1 minute')"))

@@ -1,12 +1,14 @@
-"""Real secure clusters for integration tests: one per runtime per test session.
+"""Real secure clusters for integration tests: one per runtime per test session, started by kraftform's own
+test-cluster code (`kraftform.testing`), as a user's suite starts its clusters.
 
 Each runs the test spec in tests/fixtures/cluster (3 controllers, 3 brokers on 3 racks, TLS and SCRAM on
-every listener). Tests get unique topic names, so they never depend on each other's data.
+every listener) under a name of its own (`LiveCluster.spec.name`). Tests get unique topic names, so they never
+depend on each other's data.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,10 +18,10 @@ from typing import Any
 import pytest
 
 from kraftform.cluster.connection import Connection
-from kraftform.declared import load_specs
-from kraftform.runtime import Runtime, get_runtime
+from kraftform.runtime import Runtime, runtime_of
 from kraftform.runtime.deployment import Deployment, admin_config, load
 from kraftform.specset.model import ClusterSpec
+from kraftform.testing.cluster import ephemeral_cluster
 
 CLUSTER_SPECS = Path(__file__).resolve().parents[1] / "fixtures" / "cluster"
 
@@ -52,54 +54,29 @@ def unique(prefix: str = "it") -> str:
     return f"{prefix}.{uuid.uuid4().hex[:10]}"
 
 
-def clear_leftovers(client: Any, cluster_name: str) -> None:
-    """Remove what a killed earlier test run left of the test cluster (containers, volumes, network).
-
-    The name belongs to the test suite alone; a run cut off before its teardown (a killed CI job, a
-    restarted machine) leaves data volumes that the runtime rightly refuses to adopt.
-    """
-    label = f"dev.kraftform.cluster={cluster_name}"
-    for container in client.containers.list(all=True, filters={"label": label}):
-        container.remove(force=True)
-    for volume in client.volumes.list(filters={"label": label}):
-        volume.remove(force=True)
-    for network in client.networks.list(filters={"label": label}):
-        network.remove()
-
-
 class Clusters:
-    """Starts at most one cluster per runtime per session, on first use; stops them all at the end."""
+    """Starts at most one cluster per runtime per session, on first use, through `kraftform.testing` as a user's
+    suite starts its own (the `faithful` topology: the test spec's 3 controllers and 3 brokers, its security, a
+    name, ports and a directory of its own, swept if a killed session left it); stops them all at the end."""
 
-    def __init__(self, base: Path) -> None:
-        self.base = base
+    def __init__(self) -> None:
         self.running: dict[str, LiveCluster] = {}
+        self._stack = contextlib.ExitStack()
 
     def get(self, runtime_name: str) -> LiveCluster:
         if runtime_name not in self.running:
-            spec = load_specs(CLUSTER_SPECS).cluster
-            if runtime_name == "docker":
-                from kraftform.runtime.engine import docker_client
-                from kraftform.runtime.images import build_kafka
-
-                client = docker_client()
-                build_kafka(client, [])
-                # A name of its own: the local and Docker clusters may run side by side.
-                spec = dataclasses.replace(spec, name=f"{spec.name}-docker")
-                clear_leftovers(client, spec.name)
-            state_dir = self.base / runtime_name
-            runtime = get_runtime(runtime_name, state_dir)
-            runtime.up(spec, timeout=300)
-            self.running[runtime_name] = LiveCluster(runtime, state_dir, spec)
+            started = self._stack.enter_context(ephemeral_cluster(CLUSTER_SPECS, "faithful", runtime_name))
+            self.running[runtime_name] = LiveCluster(runtime_of(started.state_dir), started.state_dir,
+                                                     started.specs.cluster)
         return self.running[runtime_name]
 
     def stop_all(self) -> None:
-        for live in self.running.values():
-            live.runtime.down(purge=True)
+        self._stack.close()
 
 
 @pytest.fixture(scope="session")
-def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clusters]:
-    started = Clusters(tmp_path_factory.mktemp("clusters"))
+def clusters() -> Iterator[Clusters]:
+    started = Clusters()
     try:
         yield started
     finally:

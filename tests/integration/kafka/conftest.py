@@ -52,6 +52,7 @@ class Workspace:
         """Replace the spec files with these sections (topics, acls, quotas, users, principals); `scope` adds
         to the managed scope (its topic prefix is always the test's own)."""
         cluster = yaml.safe_load((CLUSTER_SPECS / "cluster.yaml").read_text())
+        cluster["cluster"]["name"] = self.cluster.spec.name  # the shared cluster's own (kraftform.testing's)
         cluster["cluster"]["managed_scope"] = {"topic_prefixes": [f"{self.prefix}."], **(scope or {})}
         for path in self.root.glob("*.yaml"):
             path.unlink()

@@ -359,6 +359,6 @@ def test_a_cluster_section_the_running_cluster_contradicts_is_planned_and_report
                          "local", "--state-dir", str(workspace.cluster.state_dir)], capture_output=True, text=True,
                         check=False, timeout=300)
     assert up.returncode == 1 and "Traceback" not in up.stderr, up.stdout + up.stderr
-    assert "differs from its specs: add kftest-broker-3" in up.stderr, up.stderr
+    assert f"differs from its specs: add {workspace.cluster.spec.name}-broker-3" in up.stderr, up.stderr
     assert f"kraftform apply --state-dir {workspace.cluster.state_dir}" in up.stderr
     assert time.monotonic() - started < 60

@@ -20,8 +20,6 @@ from kraftform.runtime import Runtime, get_runtime
 from kraftform.runtime.deployment import admin_config, load
 from kraftform.runtime.rolling import Nodes
 
-from ..conftest import clear_leftovers
-
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "cluster" / "cluster.yaml"
 
 
@@ -68,6 +66,21 @@ class Day2:
         return replicas, leaders, offline
 
 
+def clear_leftovers(client: Any, cluster_name: str) -> None:
+    """Remove what a killed earlier test run left of a cluster of this name (containers, volumes, network).
+
+    The name belongs to the test suite alone; a run cut off before its teardown (a killed CI job, a
+    restarted machine) leaves data volumes that the runtime rightly refuses to adopt.
+    """
+    label = f"dev.kraftform.cluster={cluster_name}"
+    for container in client.containers.list(all=True, filters={"label": label}):
+        container.remove(force=True)
+    for volume in client.volumes.list(filters={"label": label}):
+        volume.remove(force=True)
+    for network in client.networks.list(filters={"label": label}):
+        network.remove()
+
+
 @contextlib.contextmanager
 def own_cluster(base: Path, runtime_name: str, **cluster: Any) -> Iterator[Day2]:
     """A cluster of the test fixture's shape with `cluster`'s fields over it, in specs and a state directory of its
@@ -76,7 +89,7 @@ def own_cluster(base: Path, runtime_name: str, **cluster: Any) -> Iterator[Day2]
     specs.mkdir()
     doc = yaml.safe_load(FIXTURE.read_text())
     doc["cluster"] |= cluster
-    # Published ports of their own: the session's shared Docker cluster uses the fixture's.
+    # Published ports apart from the fixture's (the session's shared clusters take free ones).
     doc["cluster"]["security"]["external_listener"]["base_port"] = 39092
     (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
     if runtime_name == "docker":

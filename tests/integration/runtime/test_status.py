@@ -1,6 +1,6 @@
-"""`kraftform status` and the nodes' metrics endpoints on the session's shared clusters, both runtimes: what a
-probe sees of a healthy cluster, reached only through a client config (as for a cluster kraftform did not start),
-and the errors it must give within seconds."""
+"""`kraftform status` on the session's shared clusters, both runtimes: what a probe sees of a healthy cluster,
+reached only through a client config (as for a cluster kraftform did not start), and the errors it must give
+within seconds; and the nodes' metrics endpoints where the Docker runtime wrote them."""
 
 from __future__ import annotations
 
@@ -23,8 +23,10 @@ def _status(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     return done, time.monotonic() - started
 
 
-def test_every_node_serves_its_metrics_where_the_runtime_wrote_it(cluster: LiveCluster) -> None:
-    endpoints = json.loads((cluster.state_dir / "metrics.json").read_text())
+def test_every_node_serves_its_metrics_where_the_runtime_wrote_it(docker_cluster: LiveCluster) -> None:
+    """Docker's: a local test cluster's nodes serve none (`quick_start`), and test_monitoring checks those of a
+    local cluster started as `cluster up` starts it."""
+    endpoints = json.loads((docker_cluster.state_dir / "metrics.json").read_text())
     assert len(endpoints) == 6
     for endpoint in endpoints:
         assert endpoint["address"].startswith("127."), endpoint  # loopback only, whatever the runtime

@@ -123,10 +123,11 @@ def test_a_consumer_submitted_to_a_standalone_spark_cluster_writes_what_it_write
         scored[master] = {k.decode(): {f: v for f, v in json.loads(value).items() if f != "source"}
                           for k, value in committed if k is not None}
         if master == "standalone":
-            assert "Spark standalone master kftest-docker-spark-master with 2 worker(s): up" in up.stdout
+            master_name = f"{docker_cluster.spec.name}-spark-master"
+            assert f"Spark standalone master {master_name} with 2 worker(s): up" in up.stdout
             logs = docker_client().containers.get(container_name(docker_cluster.spec.name, pipe.name)).logs()
-            assert b"submitted to spark://kftest-docker-spark-master:7077 in client mode" in logs
-            apps = docker_client().containers.get("kftest-docker-spark-master").exec_run(
+            assert f"submitted to spark://{master_name}:7077 in client mode".encode() in logs
+            apps = docker_client().containers.get(master_name).exec_run(
                 ["python", "-c", "import urllib.request; print(urllib.request.urlopen("
                                  "'http://localhost:8080/json/').read().decode())"]).output
             running = json.loads(apps)["activeapps"]

@@ -156,7 +156,7 @@ def _broker_configs(admin: Admin, brokers: Collection[int], keys: Collection[str
     return effective, dynamic, defaults
 
 
-def _group_configs(admin: Admin, groups: Collection[str]) -> dict[str, dict[str, str]]:
+def group_configs(admin: Admin, groups: Collection[str]) -> dict[str, dict[str, str]]:
     """Each group's settings set on its GROUP resource (not the brokers' defaults it would fall back to)."""
     found: dict[str, dict[str, str]] = {}
     for batch in batches(sorted(groups), CONFIG_BATCH):
@@ -231,5 +231,5 @@ def observe(connection: Connection, topics_only: Collection[str] | None = None,
                          brokers=brokers, broker_settings=settings, broker_dynamic=dynamic,
                          broker_defaults=broker_defaults,
                          features=finalised, supported_features=supported, feature_verdicts=verdicts,
-                         group_configs=_group_configs(admin, groups))
+                         group_configs=group_configs(admin, groups))
     return Observation(state, admin.requests, skipped)

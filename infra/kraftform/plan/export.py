@@ -1,4 +1,5 @@
-"""A cluster's state as spec files: what `kraftform import` writes, so that `plan` on them is empty.
+"""A cluster's state as spec files: what `kraftform import` writes, so that `plan` on them is empty (feature
+levels and the settings of the groups its ACLs name included).
 
 Pure: a `ClusterState` in, file names and YAML text out. Users get a password reference to an
 environment variable (Kafka never reveals passwords); principals that are not SCRAM users (mTLS
@@ -13,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from kraftform.kafka_features import RELEASE_FEATURES
 from kraftform.plan.live import cluster_identities, reserved
 from kraftform.plan.state import ClusterState
 from kraftform.server_configs import check_setting
@@ -49,6 +51,7 @@ def render_specs(state: ClusterState, name: str, admin_user: str = Security().ad
     settings = {k: v for k, v in sorted({**state.broker_defaults, **alike}.items()) if check_setting(k, v) is None}
     if settings:
         cluster["broker_config"] = settings
+    cluster |= _features(state)
     files = {"cluster.yaml": _dump({"cluster": cluster})}
     if topics:
         files["topics.yaml"] = _dump({"topics": [
@@ -88,4 +91,23 @@ def render_specs(state: ClusterState, name: str, admin_user: str = Security().ad
             {"entity": {k: v for k, v in (("user", e.user), ("client_id", e.client_id)) if v is not None},
              **{k: int(v) if float(v).is_integer() else v for k, v in sorted(values.items())}}
             for e, values in sorted(state.quotas.items())]})
+    groups = [{"name": g, "config": dict(sorted(config.items()))}
+              for g, config in sorted(state.group_configs.items()) if config]
+    if groups:
+        files["groups.yaml"] = _dump({"groups": groups})
     return files
+
+
+def _features(state: ClusterState) -> dict[str, Any]:
+    """The finalised feature levels the pinned Kafka knows, as the cluster section declares them: metadata.version
+    as the release whose level it is (none if it is between releases: then it stays unmanaged)."""
+    known = RELEASE_FEATURES[".".join(KAFKA_VERSION.split(".")[:2])]
+    found: dict[str, Any] = {}
+    level = state.features.get("metadata.version")
+    release = next((r for r, levels in RELEASE_FEATURES.items() if levels["metadata.version"] == level), None)
+    if release is not None:
+        found["metadata_version"] = release
+    features = {k: v for k, v in sorted(state.features.items()) if k in known and k != "metadata.version"}
+    if features:
+        found["features"] = features
+    return found

@@ -258,15 +258,22 @@ def test_acl_resources_managed_leaves_grants_made_by_aclcommand_outside_the_scop
 
 def test_import_then_plan_is_empty(workspace: Workspace) -> None:
     topic = workspace.name("imported")
+    group = workspace.name("importing-group")
     workspace.write(topics=[topic_spec(topic, partitions=3, config={"cleanup.policy": "compact"})],
                     principals=[{"name": "User:CN=importer"}],
                     acls=[{"principal": "User:CN=importer", "resource": {"type": "topic", "name": topic},
-                           "operations": ["read"], "host": "10.1.2.3"}])
+                           "operations": ["read"], "host": "10.1.2.3"}],
+                    groups=[{"name": group, "readers": [{"principal": "User:CN=importer", "topics": [topic]}],
+                             "config": {"consumer.session.timeout.ms": 50000}}])
     workspace.apply()
     workspace.root = workspace.root.parent / "imported"
     done = workspace.cli("import", str(workspace.root))
     assert done.returncode == 0, done.stderr
     assert f"name: {topic}" in (workspace.root / "topics.yaml").read_text()
+    # The feature levels the cluster was formatted at, and the settings of a group an ACL names.
+    assert "metadata_version: '4.3'" in (workspace.root / "cluster.yaml").read_text()
+    assert f"- name: {group}\n  config:\n    consumer.session.timeout.ms: '50000'" in \
+        (workspace.root / "groups.yaml").read_text()
     planned = workspace.cli("plan")
     assert planned.returncode == 0, planned.stdout + planned.stderr
     assert "No changes." in planned.stdout

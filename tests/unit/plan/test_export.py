@@ -40,3 +40,23 @@ def test_imported_specs_are_valid_and_plan_to_nothing(tmp_path: Path) -> None:
 def test_password_variables_are_shell_safe() -> None:
     assert password_env("orders-service") == "KRAFTFORM_PASSWORD_ORDERS_SERVICE"
     assert password_env("a.b@c") == "KRAFTFORM_PASSWORD_A_B_C"
+
+
+def test_feature_levels_and_the_acl_named_groups_settings_are_imported_and_plan_to_nothing(tmp_path: Path) -> None:
+    observed = dataclasses.replace(
+        applied(load_specs(EXAMPLE_SPECS)),
+        features={"metadata.version": 29, "group.version": 1, "share.version": 1, "some.future.version": 2},
+        supported_features={"metadata.version": 30, "group.version": 1, "share.version": 1},
+        group_configs={"legacy-billing": {"consumer.session.timeout.ms": "50000"}, "orders-service-0": {}})
+    files = render_specs(observed, "prod-east")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    imported = load_specs(tmp_path)
+    # 29 is Kafka 4.2's metadata.version; a feature the pinned Kafka does not know is left unmanaged.
+    assert imported.cluster.metadata_version == "4.2"
+    assert dict(imported.cluster.features) == {"group.version": 1, "share.version": 1}
+    assert [(g.name, dict(g.config)) for g in imported.groups] == [
+        ("legacy-billing", {"consumer.session.timeout.ms": "50000"})]
+    assert live_plan(imported, observed).changes == ()
+    between = render_specs(dataclasses.replace(observed, features={"metadata.version": 26}), "prod-east")
+    assert "metadata_version" not in between["cluster.yaml"]  # between releases: not managed

@@ -2,6 +2,7 @@
 what a plain Kafka client does on the same cluster in the same run.
 
     python tests/bench/bench_spark.py [--records 200000] [--rate 500] [--seconds 30] [--state-dir DIR]
+                                      [--sections throughput,latency]
 
 Starts a secure 3-broker local cluster (or reuses the one in --state-dir) and one local[2] Spark session.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import random
 import statistics
 import tempfile
@@ -243,7 +245,10 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--state-dir", type=Path, default=None)
+    parser.add_argument("--sections", default="throughput,latency",
+                        help="which measurements to run, comma-separated (default: throughput,latency)")
     args = parser.parse_args()
+    sections = set(args.sections.split(","))
 
     work = Path(tempfile.mkdtemp(prefix="kraftform-bench-spark-"))
     state = args.state_dir or work / "cluster"
@@ -260,10 +265,25 @@ def main() -> None:
     apply_cluster(admin, specs, plan_cluster(admin, specs), ApplyOptions(allow_destructive=True), lambda _m: None)
     job = Connection(admin.bootstrap, "SASL_SSL", "SCRAM-SHA-512", USER, "bench-password-1", admin.ca_path)
 
-    print(f"producing {args.records} records of ~1 KB to bench.in (6 partitions) ...", flush=True)
-    took = produce_records(admin, "bench.in", args.records)
-    print(f"  {args.records / took:,.0f} records/s produced", flush=True)
     spark = spark_session(job_settings(consumer_of(specs, "tput"), specs), work)
+    if "throughput" in sections:
+        throughput(spark, specs, admin, job, work, args.records)
+    if "latency" in sections:
+        latency(spark, specs, admin, job, work, args.rate, args.seconds)
+    spark.stop()
+    print(f"\nwork directory: {work}; cluster state: {state} (`kraftform cluster down --state-dir {state} --purge`)")
+
+
+def load() -> str:
+    """The machine's load over the last minute beside each figure; above its cores, the figure is a busy one."""
+    one = os.getloadavg()[0]
+    return f"load {one:.1f}" + (" BUSY" if one > (os.cpu_count() or 1) else "")
+
+
+def throughput(spark: Any, specs: SpecSet, admin: Connection, job: Connection, work: Path, records: int) -> None:
+    print(f"producing {records} records of ~1 KB to bench.in (6 partitions) ...", flush=True)
+    took = produce_records(admin, "bench.in", records)
+    print(f"  {records / took:,.0f} records/s produced", flush=True)
     rows, took, _ = spark_pass(spark, specs, "tput", job, work)
     print(f"warm-up pass: {rows} rows in {took:.1f} s", flush=True)
 
@@ -276,14 +296,17 @@ def main() -> None:
             ("Spark, untuned (again)", "untuned", False), ("Spark, no parsing (transport ceiling)", "raw", False)):
         rows, took, batches = spark_pass(spark, specs, name, job, work, every_field)
         print(f"  {label:40s} {rows / took:10,.0f}  {rows / batches:10,.0f}   ({rows} rows in {took:.1f} s, "
-              f"batches {batches:.1f} s)", flush=True)
+              f"batches {batches:.1f} s; {load()})", flush=True)
     for label, parse in (("Python consumer, json.loads + projection", True), ("Python consumer, no parsing", False)):
-        took = python_pass(job, "bench.in", args.records, parse)
-        print(f"  {label:40s} {args.records / took:10,.0f}   ({args.records} records in {took:.1f} s)", flush=True)
+        took = python_pass(job, "bench.in", records, parse)
+        print(f"  {label:40s} {records / took:10,.0f}   ({records} records in {took:.1f} s; {load()})", flush=True)
 
-    print(f"\nend-to-end latency at {args.rate:.0f} records/s for {args.seconds:.0f} s (Kafka to Kafka, projection)")
-    floor = measure_latency(job, admin, "bench.floor", "bench.floor", args.rate, args.seconds, settle=2)
-    print(f"  {'Kafka only (produce -> consume)':40s} {floor.summary()}", flush=True)
+
+def latency(spark: Any, specs: SpecSet, admin: Connection, job: Connection, work: Path, rate: float,
+            seconds: float) -> None:
+    print(f"\nend-to-end latency at {rate:.0f} records/s for {seconds:.0f} s (Kafka to Kafka, projection)")
+    floor = measure_latency(job, admin, "bench.floor", "bench.floor", rate, seconds, settle=2)
+    print(f"  {'Kafka only (produce -> consume)':40s} {floor.summary()} ({load()})", flush=True)
     for profile in ("latency", "balanced", "throughput"):
         consumer = consumer_of(specs, f"lat-{profile}")
         settings = job_settings(consumer, specs)
@@ -291,12 +314,11 @@ def main() -> None:
         query = start_query(spark, consumer, settings, job, where,
                             prepare(where.checkpoint, consumer, settings.facts, False), lambda _l: None)
         time.sleep(10)  # the query is planned and reading before the clock starts
-        measured = measure_latency(job, admin, "bench.lat", f"bench.out.{profile}", args.rate, args.seconds,
+        measured = measure_latency(job, admin, "bench.lat", f"bench.out.{profile}", rate, seconds,
                                    settle=15 if profile == "throughput" else 5)
         query.stop()
-        print(f"  {f'Spark, {profile} profile ({settings.trigger.kind})':40s} {measured.summary()}", flush=True)
-    spark.stop()
-    print(f"\nwork directory: {work}; cluster state: {state} (`kraftform cluster down --state-dir {state} --purge`)")
+        print(f"  {f'Spark, {profile} profile ({settings.trigger.kind})':40s} {measured.summary()} ({load()})",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -2,23 +2,26 @@
 what a plain Kafka client does on the same cluster in the same run.
 
     python tests/bench/bench_spark.py [--records 200000] [--rate 500] [--seconds 30] [--state-dir DIR]
-                                      [--sections throughput,latency]
+                                      [--sections throughput,latency,sustained] [--window 45]
 
-Starts a secure 3-broker local cluster (or reuses the one in --state-dir) and one local[2] Spark session.
+Starts a secure 3-broker local cluster (or reuses the one in --state-dir) and one local[2] Spark session. Each
+figure is printed with the machine's load over the last minute, marked BUSY above its cores.
 
 Throughput: --records JSON records of about 1 KB on a 6-partition topic, read from the start with a projection
 (`SELECT user_id, url, amount ... WHERE amount >= 0`) into Spark's noop sink, the rows counted; each pass a new
 checkpoint, after a warm-up pass (JIT). Each Spark profile twice: parsing only the 3 fields the query reads (what
 the job does) and every field of the value (what it did before). Beside it: Spark with its defaults on the same
-query, a confluent-kafka
-consumer doing the same parsing and projection in Python, and the same consumer without parsing (the transport
-ceiling). Targets (issue 11): the throughput profile at least 2x untuned Spark and at least half the Python
-consumer that does the same work.
+query, a confluent-kafka consumer doing the same parsing and projection in Python, and the same consumer without
+parsing (the transport ceiling).
 
 Latency: records produced at --rate for --seconds, each carrying its send time; a Kafka-to-Kafka projection;
 a reader on the output topic takes receive time minus send time. Beside it: the Kafka-only floor (produce,
-then consume, no Spark). Targets: the latency profile's p50 within 1.5x of the floor, its p99 at least 10x
-below the throughput profile's.
+then consume, no Spark).
+
+Sustained: for each profile (and Spark's defaults), the highest input rate of 1 KB records at which a
+Kafka-to-Kafka relay keeps its lag from growing (doubling from 2,000/s, then halving the last step), each rate
+held --window seconds; then the end-to-end latency at 50% and 90% of that rate, and the Kafka-only floor at 50%.
+The producer is Python on the same two cores: where it cannot reach a rate, the search says so and stops.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ PROJECTION = "SELECT user_id, url, amount FROM input WHERE amount >= 0"
 RELAY = ("SELECT user_id AS key, to_json(named_struct('sent_ms', sent_ms, 'user_id', user_id, 'amount', amount)) "
          "AS value FROM input")
 USER = "bench-job"
+#: The profiles whose sustainable input rate is searched (`untuned`: Spark's defaults, declared below).
+LIVE_PROFILES = ("untuned", "throughput", "balanced", "latency")
 
 
 def write_specs(root: Path, secret: Path) -> None:
@@ -66,6 +71,8 @@ def write_specs(root: Path, secret: Path) -> None:
               {"name": "bench.floor", "partitions": 2}]
     outputs = {v: f"bench.out.{v}" for v in ("latency", "throughput", "balanced")}
     topics += [{"name": t, "partitions": 2} for t in outputs.values()]
+    topics += [{"name": "bench.live", "partitions": 6}]
+    topics += [{"name": f"bench.live.out.{v}", "partitions": 6} for v in LIVE_PROFILES]
     acls = [{"principal": f"User:{USER}", "resource": {"type": "topic", "name": "bench.", "pattern": "prefixed"},
              "operations": ["read", "write", "describe"]},
             {"principal": f"User:{USER}", "resource": {"type": "group", "name": "bench", "pattern": "prefixed"},
@@ -81,6 +88,9 @@ def write_specs(root: Path, secret: Path) -> None:
     consumers += [{**base, "name": f"lat-{profile}", "topics": ["bench.lat"], "profile": profile, "query": RELAY,
                    "starting_offsets": "latest", "group_id_prefix": f"bench-{profile}",
                    "sink": {"type": "kafka", "topic": topic}} for profile, topic in outputs.items()]
+    consumers += [{**base, "name": f"live-{profile}", "topics": ["bench.live"], "profile": profile, "query": RELAY,
+                   "starting_offsets": "latest", "group_id_prefix": f"bench-live-{profile}",
+                   "sink": {"type": "kafka", "topic": f"bench.live.out.{profile}"}} for profile in LIVE_PROFILES]
     docs = {
         "cluster.yaml": {"cluster": {"name": CLUSTER.name, "brokers": 3, "racks": list(CLUSTER.racks),
                                      "defaults": {"replication_factor": 3, "min_insync_replicas": 2},
@@ -245,8 +255,11 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--state-dir", type=Path, default=None)
-    parser.add_argument("--sections", default="throughput,latency",
-                        help="which measurements to run, comma-separated (default: throughput,latency)")
+    parser.add_argument("--sections", default="throughput,latency,sustained",
+                        help="which measurements to run, comma-separated (default: all three)")
+    parser.add_argument("--window", type=float, default=45.0,
+                        help="seconds each input rate is held while the lag is watched (sustained; at least 3 "
+                             "trigger intervals: the throughput profile's is 10 s)")
     args = parser.parse_args()
     sections = set(args.sections.split(","))
 
@@ -270,6 +283,8 @@ def main() -> None:
         throughput(spark, specs, admin, job, work, args.records)
     if "latency" in sections:
         latency(spark, specs, admin, job, work, args.rate, args.seconds)
+    if "sustained" in sections:
+        sustained(spark, specs, admin, job, work, args.window)
     spark.stop()
     print(f"\nwork directory: {work}; cluster state: {state} (`kraftform cluster down --state-dir {state} --purge`)")
 
@@ -319,6 +334,171 @@ def latency(spark: Any, specs: SpecSet, admin: Connection, job: Connection, work
         query.stop()
         print(f"  {f'Spark, {profile} profile ({settings.trigger.kind})':40s} {measured.summary()} ({load()})",
               flush=True)
+
+
+class RateProducer:
+    """Produces ~1 KB JSON records (the send time inside) to `topic` at `rate` per second on a thread of its own,
+    until stopped; records what rate it reached (a Python producer on the same cores may fall short)."""
+
+    def __init__(self, admin: Connection, topic: str, rate: float) -> None:
+        self.rate, self.topic, self.sent = rate, topic, 0
+        self.producer = Producer({**admin.librdkafka(), "linger.ms": 5, "batch.size": 1_000_000,
+                                  "compression.type": "lz4", "acks": "1"})
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.started = self.ended = 0.0
+
+    def _run(self) -> None:
+        head = b'{"user_id": "user-%d", "url": "/p/7", "device": "mobile", "amount": 12.5, ' \
+               b'"event_time": "2026-11-23T10:00:00.000Z", "payload": "' + b"x" * 850 + b'", "sent_ms": %d}'
+        self.started = time.monotonic()
+        while not self.stopping.is_set():
+            due = int((time.monotonic() - self.started) * self.rate) - self.sent
+            now_ms = int(time.time() * 1000)
+            for _ in range(min(due, 5000)):
+                try:
+                    self.producer.produce(self.topic, head % (self.sent % 5000, now_ms))
+                    self.sent += 1
+                except BufferError:
+                    self.producer.poll(0.01)
+                    break
+            self.producer.poll(0)
+            if due <= 0:
+                time.sleep(0.002)
+        self.ended = time.monotonic()
+        self.producer.flush(60)
+
+    def __enter__(self) -> RateProducer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stopping.set()
+        self.thread.join(90)
+
+    @property
+    def achieved(self) -> float:
+        return self.sent / max(1e-9, (self.ended or time.monotonic()) - self.started)
+
+
+def _high_watermarks(reader: Consumer, topic: str, partitions: int) -> int:
+    from confluent_kafka import TopicPartition
+
+    return sum(reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+               for p in range(partitions))
+
+
+@dataclasses.dataclass
+class Trial:
+    rate: float
+    achieved: float
+    #: Growth of the lag's troughs over the window, records per second.
+    slope: float
+    final_lag: int
+    latencies: Latencies | None
+
+    @property
+    def kept_up(self) -> bool:
+        """The lag did not grow (by more than 3% of the input rate per second) and the producer held the rate."""
+        return self.slope <= 0.03 * self.rate and self.achieved >= 0.95 * self.rate
+
+
+def live_trial(spark: Any, specs: SpecSet, admin: Connection, job: Connection, work: Path, profile: str,
+               rate: float, window: float, measure_latency_too: bool = False) -> Trial:
+    """One profile's relay query (Kafka to Kafka) on a live input at `rate`: the lag (input records not yet in
+    the output) sampled every second over `window` seconds after 5 s of warm-up."""
+    consumer = consumer_of(specs, f"live-{profile}")
+    settings = job_settings(consumer, specs)
+    where = placement(consumer, work / f"live-{profile}-{time.monotonic_ns()}")
+    query = start_query(spark, consumer, settings, job, where, prepare(where.checkpoint, consumer, settings.facts,
+                                                                          False), lambda _l: None)
+    time.sleep(12)  # planned, subscribed at the end of the input
+    reader = Consumer({**admin.librdkafka(), "group.id": f"bench-hw-{time.monotonic_ns()}"})
+    output = f"bench.live.out.{profile}"
+    latencies: list[tuple[float, float]] = []
+    stop = threading.Event()
+    origin = time.time()
+
+    def read() -> None:
+        out = Consumer({**admin.librdkafka(), "group.id": f"bench-lat-{time.monotonic_ns()}",
+                        "auto.offset.reset": "latest", "enable.auto.commit": False, "fetch.wait.max.ms": 5})
+        out.subscribe([output])
+        while not stop.is_set():
+            for message in out.consume(1000, timeout=0.05):
+                if not message.error():
+                    now = time.time() * 1000
+                    sent_ms = json.loads(message.value() or b"{}")["sent_ms"]
+                    latencies.append((sent_ms / 1000 - origin, now - sent_ms))
+        out.close()
+
+    thread = threading.Thread(target=read, daemon=True)
+    if measure_latency_too:
+        thread.start()
+        time.sleep(3)
+    in0, out0 = _high_watermarks(reader, "bench.live", 6), _high_watermarks(reader, output, 6)
+    samples: list[tuple[float, int]] = []
+    with RateProducer(admin, "bench.live", rate) as producer:
+        time.sleep(5)
+        begin = time.monotonic()
+        while time.monotonic() - begin < window:
+            lag = (_high_watermarks(reader, "bench.live", 6) - in0) - (_high_watermarks(reader, output, 6) - out0)
+            samples.append((time.monotonic() - begin, lag))
+            time.sleep(max(0.0, 1.0 - (time.monotonic() - begin) % 1.0))
+    query.stop()
+    stop.set()
+    if measure_latency_too:
+        thread.join(10)
+    reader.close()
+    # A micro-batch query's lag is a saw-tooth (it grows until a batch ends): compare the troughs of the first and
+    # last thirds of the window, each longer than a trigger interval, so that growth is what the query lost.
+    third = window / 3
+    first = min(lag for t, lag in samples if t < third)
+    last = min(lag for t, lag in samples if t >= 2 * third)
+    return Trial(rate, producer.achieved, (last - first) / (2 * third), samples[-1][1],
+                 Latencies(latencies) if measure_latency_too else None)
+
+
+def sustained(spark: Any, specs: SpecSet, admin: Connection, job: Connection, work: Path, window: float) -> None:
+    """Each profile's highest input rate with its lag bounded (doubling from 2,000/s, then one step between the
+    last rate kept up with and the first that was not), then its end-to-end latency at 50% and 90% of that rate,
+    beside the Kafka-only floor at the same rates."""
+    print(f"\nsustainable input rate (1 KB JSON, relay to Kafka; lag watched {window:.0f} s per rate, kept up: "
+          f"growth under 3% of the rate per second)", flush=True)
+    found: dict[str, float] = {}
+    for profile in LIVE_PROFILES:
+        kept, failed, rate = 0.0, 0.0, 2000.0
+        while True:
+            trial = live_trial(spark, specs, admin, job, work, profile, rate, window)
+            print(f"  {profile:10s} {rate:9,.0f}/s: {'kept up' if trial.kept_up else 'fell behind':11s} lag growth "
+                  f"{trial.slope:9,.0f}/s, last lag {trial.final_lag:9,}, producer reached {trial.achieved:9,.0f}/s "
+                  f"({load()})", flush=True)
+            if trial.kept_up:
+                kept = rate
+            elif trial.achieved < 0.95 * rate:
+                print(f"  {profile:10s} the producer could not reach {rate:,.0f}/s beside Spark: the search "
+                      f"stops there", flush=True)
+                break
+            else:
+                failed = rate
+            if failed and kept and rate != (kept + failed) / 2 and failed / kept > 1.3:
+                rate = (kept + failed) / 2
+            elif failed or not trial.kept_up:
+                break
+            else:
+                rate *= 2
+        found[profile] = kept
+        print(f"  {profile:10s} sustains {kept:,.0f} records/s", flush=True)
+    print("\nend-to-end latency at 50% and 90% of each profile's sustainable rate (relay to Kafka)", flush=True)
+    for profile, rate in found.items():
+        for share in (0.5, 0.9):
+            if rate <= 0:
+                continue
+            trial = live_trial(spark, specs, admin, job, work, profile, rate * share, window, True)
+            assert trial.latencies is not None
+            print(f"  {profile:10s} at {rate * share:9,.0f}/s: {trial.latencies.summary()} ({load()})", flush=True)
+    for rate in sorted({r * share for r in found.values() if r > 0 for share in (0.5,)}):
+        floor = measure_latency(job, admin, "bench.floor", "bench.floor", rate, window, settle=2)
+        print(f"  {'Kafka only':10s} at {rate:9,.0f}/s: {floor.summary()} ({load()})", flush=True)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ what a plain Kafka client does on the same cluster in the same run.
     python tests/bench/bench_spark.py [--records 200000] [--rate 500] [--seconds 30] [--state-dir DIR]
                                       [--sections throughput,latency,sustained] [--window 45]
 
-Starts a secure 3-broker local cluster (or reuses the one in --state-dir) and one local[2] Spark session. Each
-figure is printed with the machine's load over the last minute, marked BUSY above its cores.
+Starts a secure 3-broker local cluster (or reuses the one in --state-dir) and one local[2] Spark session. The
+machine's load is printed before the run (marked BUSY when another job was running) and beside each figure.
 
 Throughput: --records JSON records of about 1 KB on a 6-partition topic, read from the start with a projection
 (`SELECT user_id, url, amount ... WHERE amount >= 0`) into Spark's noop sink, the rows counted; each pass a new
@@ -262,6 +262,7 @@ def main() -> None:
                              "trigger intervals: the throughput profile's is 10 s)")
     args = parser.parse_args()
     sections = set(args.sections.split(","))
+    print(busy_before(), flush=True)
 
     work = Path(tempfile.mkdtemp(prefix="kraftform-bench-spark-"))
     state = args.state_dir or work / "cluster"
@@ -290,9 +291,16 @@ def main() -> None:
 
 
 def load() -> str:
-    """The machine's load over the last minute beside each figure; above its cores, the figure is a busy one."""
+    """The machine's load over the last minute beside each figure (the bench's own cluster, Spark and clients
+    included: on two cores they alone load it above 2)."""
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def busy_before() -> str:
+    """Whether something else was running when the bench started: its figures are then a busy machine's."""
     one = os.getloadavg()[0]
-    return f"load {one:.1f}" + (" BUSY" if one > (os.cpu_count() or 1) else "")
+    return f"machine load before the run: {one:.1f}" + (
+        " -- BUSY: another job was running; these figures are a busy machine's" if one > 0.5 else " (quiet)")
 
 
 def throughput(spark: Any, specs: SpecSet, admin: Connection, job: Connection, work: Path, records: int) -> None:

@@ -409,9 +409,27 @@ class LocalRuntime:
         dep.reshaped(self.state_dir, cluster, local_bootstrap(topology(cluster), self.state_dir))
         dep.write_endpoints(self.state_dir, local_endpoints(topology(cluster), self.state_dir))
 
+    def _gone(self, record: dep.NodeRecord) -> bool:
+        """The node's process has released everything it held. Not the same as `not _alive`: an exiting process
+        loses its command line (its memory) before its sockets, and a node started at once on its ports in that
+        window fails (seen: the metrics agent's `Address already in use` in a roll). Gone: no such process, a
+        zombie (its files closed; our own child is reaped), or a recycled pid running something else."""
+        if not record.handle.isdigit():
+            return True
+        pid = int(record.handle)
+        child = self._children.get(pid)
+        if child is not None:
+            return child.poll() is not None
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, IndexError):
+            return True
+        return state in ("Z", "X") or (bool(cmdline) and not self._alive(record))
+
     def _wait_gone(self, record: dep.NodeRecord, timeout: float) -> bool:
         try:
-            until(f"{record.name} to exit", timeout, lambda: not self._alive(record), interval=0.2)
+            until(f"{record.name} to exit", timeout, lambda: self._gone(record), interval=0.2)
             return True
         except ClusterUnhealthy:
             return False

@@ -69,3 +69,33 @@ def test_a_range_another_cluster_claimed_is_skipped_before_it_listens_and_free_o
     assert claim_loopback_base(first, claims) == held  # its own claim is no obstacle to itself
     release_loopback_base(first, claims)
     assert claim_loopback_base(_deriving(held, tmp_path / "third"), claims) == held
+
+
+def test_a_node_is_gone_only_once_its_process_has_released_everything(tmp_path: Path) -> None:
+    """`_gone`, which a stop waits on before the node starts again on its ports: a running process is not gone, a
+    reaped child and a pid nobody holds are; a process running something else under a recycled pid is too."""
+    import subprocess
+    import sys
+
+    from kraftform.runtime.deployment import NodeRecord
+    from kraftform.runtime.local import LocalRuntime
+
+    runtime = LocalRuntime(tmp_path)
+    node_dir = runtime.node_dir("n-1")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(node_dir), "kafka.Kafka"])
+    runtime._children[proc.pid] = proc
+    record = NodeRecord("n-1", 1, ["broker"], handle=str(proc.pid))
+    try:
+        assert runtime._alive(record) and not runtime._gone(record)
+    finally:
+        proc.kill()
+    proc.wait(10)
+    assert runtime._gone(record)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # not the node's command line
+    try:
+        assert runtime._gone(NodeRecord("n-1", 1, ["broker"], handle=str(other.pid)))
+    finally:
+        other.kill()
+        other.wait(10)
+    assert runtime._gone(NodeRecord("n-1", 1, ["broker"], handle="")) and runtime._gone(
+        NodeRecord("n-1", 1, ["broker"], handle=str(2**22 + 7)))

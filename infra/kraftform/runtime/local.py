@@ -307,8 +307,13 @@ class LocalRuntime:
                          dep.load_secrets(self.state_dir).dynamic_quorum)
 
     def _alive(self, record: dep.NodeRecord) -> bool:
-        if not record.handle:
+        if not record.handle.isdigit():
             return False
+        child = self._children.get(int(record.handle))
+        if child is not None:
+            # Ours: alive until it ends. Its command line is no witness just after the start: until the fork has
+            # exec'd Java it is this Python's (a roll once took a node it had just started for one that exited).
+            return child.poll() is None
         try:
             cmdline = Path(f"/proc/{int(record.handle)}/cmdline").read_bytes()
         except (OSError, ValueError):

@@ -19,7 +19,7 @@ from kraftform.kafka.reconcile import LivePlan, apply_cluster, plan_cluster
 from kraftform.plan.changes import Plan, Safety
 from kraftform.plan.render import RENDERERS, render_text, summary
 from kraftform.runtime.rolling import ClusterWork, Nodes, RollOptions, carry_out, cluster_work
-from kraftform.specset.model import ClusterSpec, Security, SpecSet
+from kraftform.specset.model import ClusterSpec, Security, SpecSet, named_groups
 from kraftform.units import parse_rate
 
 COMMAND_CONFIG_HELP = ("client properties of an admin (super) user: the admin.properties written by "
@@ -204,9 +204,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     state = observe(connection, admin=admin).state
     # The settings of the groups the ACLs name (Kafka 4.3 has no request listing every group with settings
     # that kraftform sends: a group no ACL names keeps its settings, unmanaged).
-    named = sorted({b.resource_name for b in state.acls if b.resource_type == "group" and b.pattern_type == "literal"
-                    and b.resource_name != "*"})
-    state = dataclasses.replace(state, group_configs=group_configs(admin, named))
+    state = dataclasses.replace(state, group_configs=group_configs(admin, named_groups(state.acls)))
     files = render_specs(state, args.name, connection.username or Security().admin_user)
     out.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():

@@ -26,7 +26,7 @@ from kraftform.kafka.gates import read_quorum
 from kraftform.kafka.observe import CONFIG_BATCH
 from kraftform.kafka.share_groups import share_group_offsets
 from kraftform.monitoring.status import ConsumerPosition, Observed, Partition, lag_limit
-from kraftform.specset.model import SpecSet
+from kraftform.specset.model import SpecSet, named_groups
 
 MIN_ISR = "min.insync.replicas"
 T = TypeVar("T")
@@ -39,9 +39,7 @@ def declared_share_groups(specs: SpecSet) -> tuple[str, ...]:
 def declared_groups(specs: SpecSet) -> tuple[str, ...]:
     """Consumer groups the specs name: every literal group an ACL grants (a prefix names no group), but share
     groups (`declared_share_groups`)."""
-    share = set(declared_share_groups(specs))
-    return tuple(sorted({a.resource_name for a in specs.acls if a.resource_type == "group"
-                         and a.pattern_type == "literal" and a.resource_name not in ("*", *share)}))
+    return tuple(sorted(named_groups(specs.acls) - set(declared_share_groups(specs))))
 
 
 #: Seconds each request may take: a probe answers within seconds even when a broker has just died and a request

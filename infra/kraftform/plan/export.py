@@ -18,6 +18,7 @@ from kraftform.kafka_features import RELEASE_FEATURES
 from kraftform.plan.live import cluster_identities, reserved
 from kraftform.plan.state import ClusterState
 from kraftform.server_configs import check_setting
+from kraftform.specset.checks import release_name
 from kraftform.specset.model import DEFAULT_ENTITY, Security
 from kraftform.versions import KAFKA_VERSION
 
@@ -101,7 +102,7 @@ def render_specs(state: ClusterState, name: str, admin_user: str = Security().ad
 def _features(state: ClusterState) -> dict[str, Any]:
     """The finalised feature levels the pinned Kafka knows, as the cluster section declares them: metadata.version
     as the release whose level it is (none if it is between releases: then it stays unmanaged)."""
-    known = RELEASE_FEATURES[".".join(KAFKA_VERSION.split(".")[:2])]
+    known = RELEASE_FEATURES[release_name(KAFKA_VERSION)]
     found: dict[str, Any] = {}
     level = state.features.get("metadata.version")
     release = next((r for r, levels in RELEASE_FEATURES.items() if levels["metadata.version"] == level), None)

@@ -115,6 +115,11 @@ def _node_config_problems(c: ClusterSpec, at: Location) -> Iterator[Problem]:
                                   f"broker from broker_config; a per-broker value is not supported")
 
 
+def release_name(version: str) -> str:
+    """The release a Kafka version belongs to, as RELEASE_FEATURES keys it: "4.3.1" -> "4.3"."""
+    return ".".join(version.split(".")[:2])
+
+
 def release_of(version: str) -> tuple[int, int]:
     major, minor = version.split(".")[:2]
     return int(major), int(minor)
@@ -142,7 +147,7 @@ def feature_problem(name: str, level: int, kafka_version: str) -> str | None:
     refuses unstable levels unless told to accept them). metadata.version is declared as a release."""
     if name == "metadata.version":
         return "metadata.version is declared as a release with metadata_version (e.g. \"4.3\"), not as a level"
-    levels = RELEASE_FEATURES.get(".".join(kafka_version.split(".")[:2]))
+    levels = RELEASE_FEATURES.get(release_name(kafka_version))
     if levels is None:
         return None  # an unsupported kafka_version is reported on its own
     known = [f for f in levels if f != "metadata.version"]
@@ -237,7 +242,7 @@ def feature_level(cluster: ClusterSpec, feature: str) -> int | None:
     it at; None for a release kraftform has no levels of."""
     if feature in cluster.features:
         return cluster.features[feature]
-    release = cluster.metadata_version or ".".join(cluster.kafka_version.split(".")[:2])
+    release = cluster.metadata_version or release_name(cluster.kafka_version)
     return RELEASE_FEATURES.get(release, {}).get(feature)
 
 

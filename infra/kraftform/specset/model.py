@@ -7,7 +7,7 @@ equality, so a check can point at the line that caused it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -232,6 +232,12 @@ class AclBinding:
 
     def describe(self) -> str:
         return f"{self.principal}: {self.grant()}"
+
+
+def named_groups(acls: Iterable[AclBinding | AclSpec]) -> set[str]:
+    """The groups ACLs name: their literal group resources (a prefix or the wildcard names no group)."""
+    return {a.resource_name for a in acls
+            if a.resource_type == "group" and a.pattern_type == "literal" and a.resource_name != "*"}
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ from kraftform.spark.checkpoint import prepare
 from kraftform.spark.job import placement, spark_session, start_query
 from kraftform.spark.settings import job_settings
 from kraftform.specset.model import ClusterDefaults, ClusterSpec, ConsumerSpec, ManagedScope, Security, SpecSet
+from kraftform.verification.performance import wait_quiet
 from kraftform.verification.toolout import consumer_summary
 
 CLUSTER = ClusterSpec(name="kfspark", brokers=3, kafka_version="4.3.1", controllers=3, racks=("a", "b", "c"),
@@ -378,14 +379,11 @@ def load() -> str:
 
 def settle(below: float = 1.0, timeout: float = 300) -> str:
     """Wait until the cluster's and Spark's start-up (JIT, first connections) has left the machine: the 1-minute
-    load under `below`, for at most `timeout` s. Measured at once, the first figures carry a start's load; a
+    load at most `below`, for at most `timeout` s. Measured at once, the first figures carry a start's load; a
     load that does not fall is another job's, and the figures are then a busy machine's."""
-    started = time.monotonic()
-    os.sync()
-    while os.getloadavg()[0] >= below and time.monotonic() - started < timeout:
-        time.sleep(5)
-    quiet = os.getloadavg()[0] < below
-    return (f"waited {time.monotonic() - started:.0f} s for the start-up's load to pass ({load()})" +
+    waited = wait_quiet(timeout, below)
+    quiet = os.getloadavg()[0] <= below
+    return (f"waited {waited:.0f} s for the start-up's load to pass ({load()})" +
             ("" if quiet else f" -- BUSY: the load stayed above {below} (another job is running); these figures "
                               f"are a busy machine's"))
 

@@ -68,13 +68,14 @@ def _run(target: Target, main_class: str, args: list[str], name: str, timeout: f
     return out
 
 
-def wait_quiet(timeout: float = 180) -> float:
-    """Write dirty pages and wait until the 1-minute load average is at most the core count (up to `timeout`
-    s): measured right after a test suite, this machine's leftover writeback and load set every latency."""
+def wait_quiet(timeout: float = 180, below: float | None = None) -> float:
+    """Write dirty pages and wait until the 1-minute load average is at most `below` (the core count by default;
+    up to `timeout` s): measured right after a test suite, this machine's leftover writeback and load set every
+    latency."""
     start = time.monotonic()
     os.sync()
-    cores = os.cpu_count() or 1
-    while os.getloadavg()[0] > cores and time.monotonic() - start < timeout:
+    limit = below if below is not None else os.cpu_count() or 1
+    while os.getloadavg()[0] > limit and time.monotonic() - start < timeout:
         time.sleep(5)
     return time.monotonic() - start
 

@@ -11,12 +11,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 from kraftform.cluster.config import LOG4J2_CONFIG, LOG4J2_FILE
 from kraftform.errors import EnvironmentMissing
+from kraftform.subprocesses import run_to_end
 from kraftform.versions import JMX_EXPORTER_VERSION, KAFKA_VERSION, LOG4J_VERSION, SCALA_BINARY, SPARK_VERSION
+
+#: A cold fetch of Kafka or the Spark connector takes a minute or two here; a hung resolution must not hang
+#: `kraftform` with it.
+MAVEN_TIMEOUT_S = 1200
 
 
 #: Artifacts of a Kafka installation (group, artifact, version); their dependencies come along.
@@ -76,10 +80,10 @@ def _resolve(home: Path, artifacts: tuple[tuple[str, str, str], ...], what: str,
         (staging / relative).parent.mkdir(parents=True, exist_ok=True)
         (staging / relative).write_text(content)
     (staging / "pom.xml").write_text(render_pom(artifacts, home.name, "1"))
-    done = subprocess.run(
+    done = run_to_end(
         ["mvn", "-B", "-q", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
          f"-DoutputDirectory={staging / 'libs'}", "-DincludeScope=runtime"],
-        capture_output=True, text=True, check=False)
+        f"Maven fetching {what}", MAVEN_TIMEOUT_S, EnvironmentMissing)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
         raise EnvironmentMissing(f"fetching {what} from Maven Central failed:\n{tail}")

@@ -15,9 +15,9 @@ from typing import Literal
 from kraftform.cluster.config import NodePaths, render_properties
 from kraftform.cluster.containers import docker_addressing
 from kraftform.cluster.topology import topology
+from kraftform.definitions.topic_configs import kafka_default
 from kraftform.errors import Problem
 from kraftform.specset.model import DEFAULT_ENTITY, SpecSet
-from kraftform.topic_configs import kafka_default
 from kraftform.units import human_duration_ms
 
 Env = Literal["prod", "dev"]

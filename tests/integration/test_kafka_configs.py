@@ -8,8 +8,8 @@ import subprocess
 import pytest
 
 from kraftform.artifacts import ensure_kafka
-from kraftform.kafka_configs import KAFKA_CONFIGS, KAFKA_VERSION
-from kraftform.server_configs import parse_config_docs
+from kraftform.definitions.server_configs import parse_config_docs
+from kraftform.definitions.server_table import KAFKA_CONFIGS, KAFKA_VERSION
 from kraftform.versions import KAFKA_VERSION as PINNED
 
 pytestmark = pytest.mark.integration
@@ -21,19 +21,19 @@ def test_the_settings_table_is_the_pinned_kafkas_own() -> None:
                           text=True, check=True, timeout=120).stdout
     live = parse_config_docs(docs)
     assert KAFKA_VERSION == PINNED
-    assert live == KAFKA_CONFIGS, "kafka_configs.py is out of date: run scripts/generate-kafka-configs"
+    assert live == KAFKA_CONFIGS, "definitions/server_table.py is out of date: run scripts/generate-kafka-configs"
     assert live["num.io.threads"][3] == "cluster-wide" and live["node.id"][3] == "read-only"
 
 
 def test_the_group_settings_table_is_the_pinned_kafkas_own() -> None:
-    from kraftform.group_configs import parse_group_config_docs
-    from kraftform.kafka_group_configs import GROUP_CONFIGS
-    from kraftform.kafka_group_configs import KAFKA_VERSION as GROUPS_VERSION
+    from kraftform.definitions.group_configs import parse_group_config_docs
+    from kraftform.definitions.group_table import GROUP_CONFIGS
+    from kraftform.definitions.group_table import KAFKA_VERSION as GROUPS_VERSION
 
     home = ensure_kafka(PINNED)
     docs = subprocess.run(["java", "-cp", str(home / "libs" / "*"), "org.apache.kafka.coordinator.group.GroupConfig"],
                           capture_output=True, text=True, check=True, timeout=120).stdout
     assert GROUPS_VERSION == PINNED
     assert parse_group_config_docs(docs) == GROUP_CONFIGS, \
-        "kafka_group_configs.py is out of date: run scripts/generate-kafka-configs"
+        "definitions/group_table.py is out of date: run scripts/generate-kafka-configs"
     assert GROUP_CONFIGS["consumer.session.timeout.ms"][0] == "int"

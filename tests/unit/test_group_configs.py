@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kraftform.group_configs import bounds_problem, check_group_setting
+from kraftform.definitions.group_configs import bounds_problem, check_group_setting
 
 
 def test_a_setting_is_one_kafka_has_with_a_value_it_takes() -> None:

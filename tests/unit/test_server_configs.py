@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kraftform.kafka_configs import KAFKA_CONFIGS, KAFKA_VERSION
-from kraftform.server_configs import check_setting, definition, parse_config_docs, render_table
+from kraftform.definitions.server_configs import check_setting, definition, parse_config_docs, render_table
+from kraftform.definitions.server_table import KAFKA_CONFIGS, KAFKA_VERSION
 from kraftform.versions import KAFKA_VERSION as PINNED
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kraftform.topic_configs import TOPIC_CONFIG_KEYS, kafka_default, normalize_topic_config
+from kraftform.definitions.topic_configs import TOPIC_CONFIG_KEYS, kafka_default, normalize_topic_config
 
 
 @pytest.mark.parametrize(("key", "value", "expected"), [

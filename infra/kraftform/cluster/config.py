@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT, Node, Topology
-from kraftform.server_configs import definition
+from kraftform.definitions.server_configs import definition
 from kraftform.specset.model import CONTROLLER_USER, NODE_PRINCIPAL
 
 SECRETS_FILE = "secrets.properties"

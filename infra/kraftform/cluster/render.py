@@ -25,7 +25,7 @@ from kraftform.cluster.config import (
     secrets_properties,
 )
 from kraftform.cluster.topology import CONTROLLER_PORT, Node, Topology
-from kraftform.monitoring.jmx import METRICS_FILE, agent_option, exporter_config
+from kraftform.cluster.jmx import METRICS_FILE, agent_option, exporter_config
 from kraftform.specset.model import ClusterSpec
 
 

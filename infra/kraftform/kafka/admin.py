@@ -8,13 +8,14 @@ go in short rounds that serve those callbacks, and a cause that waiting cannot f
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import socket
 import ssl
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ClusterMetadata
@@ -177,11 +178,52 @@ def classify(error: KafkaError | None, seen: Iterable[KafkaError] = ()) -> type[
     return KafkaRequestFailed
 
 
+P = ParamSpec("P")
+
+
+def translated(what: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """The decorated call's client errors (confluent-kafka's, kafka-python's, a timed-out future, a socket's) as
+    kraftform's, classified as `classify` does: the one hierarchy holds above kafka/, and a caller that retries
+    names what it retries on in kraftform's words."""
+
+    def decorate(call: Callable[P, T]) -> Callable[P, T]:
+        @functools.wraps(call)
+        def run(*args: P.args, **kwargs: P.kwargs) -> T:
+            from kraftform.kafka.kafka_python import KafkaError as PyKafkaError
+
+            try:
+                return call(*args, **kwargs)
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                raise classify(error)(f"cannot {what}: {error.str() if error is not None else exc}") from None
+            except PyKafkaError as exc:
+                raise _py_kind(exc)(f"cannot {what}: {type(exc).__name__}: {exc}") from None
+            except (concurrent.futures.TimeoutError, TimeoutError, OSError) as exc:
+                raise ConnectionFailed(f"cannot {what}: {exc or type(exc).__name__}") from None
+
+        return run
+
+    return decorate
+
+
+def _py_kind(exc: Exception) -> type[KraftformError]:
+    """kafka-python's error classes by what a user does about them (its names are Kafka's error names)."""
+    name = type(exc).__name__
+    if "AuthenticationFailed" in name:
+        return AuthenticationFailed
+    if "AuthorizationFailed" in name:
+        return AuthorizationDenied
+    if name in ("NoBrokersAvailable", "KafkaConnectionError", "KafkaTimeoutError", "RequestTimedOutError",
+                "NodeNotReadyError"):
+        return ConnectionFailed
+    return KafkaRequestFailed
+
+
 @contextmanager
 def kafka_python_admin(connection: Connection, requests: Requests) -> Iterator[Any]:
     """kafka-python's admin client, for the two APIs confluent-kafka lacks; closed on exit."""
-    from kafka.admin import KafkaAdminClient
-    from kafka.errors import KafkaError as PyKafkaError
+    from kraftform.kafka.kafka_python import KafkaAdminClient
+    from kraftform.kafka.kafka_python import KafkaError as PyKafkaError
 
     requests["ApiVersions+Metadata (kafka-python bootstrap)"] += 2
     try:

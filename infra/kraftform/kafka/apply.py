@@ -305,7 +305,7 @@ class Applier:
                    "add partitions", benign={"INVALID_PARTITIONS"}, key=lambda p: p.topic)
 
     def replication(self, changes: list[Change]) -> None:
-        from kafka.structs import TopicPartition
+        from kraftform.kafka.kafka_python import TopicPartition
 
         targets: dict[Any, list[int]] = {}
         brokers: set[int] = set()

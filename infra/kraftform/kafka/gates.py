@@ -15,12 +15,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from kraftform.cluster.connection import Connection
 from kraftform.cluster.topology import Node
-from kraftform.kafka.admin import Requests, batches, kafka_python_admin
+from kraftform.kafka.admin import Requests, batches, kafka_python_admin, translated
 from kraftform.monitoring.status import Partition
 
 #: Kafka's controller.quorum.fetch.timeout.ms default: a voter whose last catch-up is older than this, by the
@@ -67,19 +67,29 @@ def kafka_uuid(value: object) -> str:
     return base64.urlsafe_b64encode(uuid.UUID(str(value)).bytes).decode().rstrip("=")
 
 
+@translated("make an Admin client")
+def client(connection: Connection) -> AdminClient:
+    """A confluent-kafka Admin client for the gates' reads (one per operation: it does not pickle)."""
+    return AdminClient(connection.librdkafka())
+
+
+@translated("read the controller quorum")
 def read_quorum(connection: Connection) -> Quorum:
     with kafka_python_admin(connection, Requests()) as client:
         return parse_quorum(client.describe_metadata_quorum())
 
 
+@translated("read the partitions' replicas and ISRs")
 def read_partitions(admin: AdminClient) -> list[Partition]:
     metadata = admin.list_topics(timeout=TIMEOUT)
     return [Partition(str(t.topic), p.id, tuple(p.replicas), tuple(p.isrs), p.leader)
             for t in metadata.topics.values() for p in t.partitions.values()]
 
 
+@translated("read the topics' min.insync.replicas")
 def min_insync(admin: AdminClient, topics: Iterable[str]) -> dict[str, int]:
-    """Each topic's effective min.insync.replicas (its own, or the cluster's default)."""
+    """Each topic's effective min.insync.replicas (its own, or the cluster's default). A topic deleted since the
+    metadata was read is left out; any other error is raised: a gate that cannot read a minimum does not pass."""
     found: dict[str, int] = {}
     for batch in batches(sorted(set(topics)), 100):
         futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in batch],
@@ -87,8 +97,11 @@ def min_insync(admin: AdminClient, topics: Iterable[str]) -> dict[str, int]:
         for resource, future in futures.items():
             try:
                 entry = future.result(timeout=TIMEOUT).get("min.insync.replicas")
-            except KafkaException:  # deleted since the metadata was read
-                continue
+            except KafkaException as exc:
+                if exc.args and isinstance(exc.args[0], KafkaError) and \
+                        exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    continue  # deleted since the metadata was read
+                raise
             found[resource.name] = int(entry.value) if entry is not None and entry.value is not None else 1
     return found
 
@@ -103,6 +116,7 @@ def blocking(partitions: Sequence[Partition], minimum: Mapping[str, int], broker
                   for p in partitions if broker in p.isr and len(p.isr) <= minimum.get(p.topic, 1) < len(p.replicas))
 
 
+@translated("check whether a node may stop")
 def why_not_stop(connection: Connection, node: Node) -> str | None:
     """Why `node` may not stop now, or None."""
     if node.is_controller:
@@ -112,7 +126,7 @@ def why_not_stop(connection: Connection, node: Node) -> str | None:
             return (f"only {len(staying)} other controller voter(s) are caught up with the quorum leader "
                     f"{quorum.leader}; stopping {node.name} would leave no majority ({quorum.majority})")
     if node.is_broker:
-        admin = AdminClient(connection.librdkafka())
+        admin = client(connection)
         partitions = read_partitions(admin)
         hosted = [p for p in partitions if node.node_id in p.isr]
         found = blocking(hosted, min_insync(admin, {p.topic for p in hosted}), node.node_id)
@@ -122,11 +136,12 @@ def why_not_stop(connection: Connection, node: Node) -> str | None:
     return None
 
 
+@translated("check whether the cluster is whole again")
 def why_not_ready(connection: Connection, node: Node, since_ms: int = 0) -> str | None:
     """Why the cluster is not yet whole again after `node` started (at `since_ms`, wall clock), or None. A
     controller's catch-up must be newer than its start: the leader's view of a voter that just stopped stays
     fresh for a moment."""
-    admin = AdminClient(connection.librdkafka())
+    admin = client(connection)
     if node.is_broker:
         registered = {n.id for n in admin.describe_cluster(request_timeout=TIMEOUT).result(timeout=TIMEOUT).nodes}
         if node.node_id not in registered:
@@ -144,6 +159,7 @@ def why_not_ready(connection: Connection, node: Node, since_ms: int = 0) -> str 
     return None
 
 
+@translated("read the brokers' log directories")
 def partition_sizes(connection: Connection) -> dict[tuple[str, int], int]:
     """Bytes of each partition (its largest replica), from every broker's log directories."""
     sizes: dict[tuple[str, int], int] = {}
@@ -155,3 +171,23 @@ def partition_sizes(connection: Connection) -> dict[tuple[str, int], int]:
                         key = (topic["name"], p["partition_index"])
                         sizes[key] = max(sizes.get(key, 0), int(p["partition_size"]))
     return sizes
+
+
+@translated("read the brokers' racks")
+def broker_racks(admin: AdminClient) -> dict[int, str | None]:
+    """Each registered broker's rack (None where it has none)."""
+    cluster = admin.describe_cluster(request_timeout=TIMEOUT).result(timeout=TIMEOUT)
+    return {n.id: n.rack for n in cluster.nodes}
+
+
+@translated("elect preferred leaders")
+def elect_preferred(admin: AdminClient) -> tuple[int, dict[str, str]]:
+    """Leadership back to each partition's first replica where another leads: (partitions asked, the failed
+    ones by name with Kafka's error). confluent-kafka 2.16 refuses keyword arguments here."""
+    partitions = [TopicPartition(p.topic, p.partition) for p in read_partitions(admin)
+                  if p.replicas and p.leader != p.replicas[0]]
+    if not partitions:
+        return 0, {}
+    results = admin.elect_leaders(ElectionType.PREFERRED, partitions).result(timeout=60)
+    return len(partitions), {f"{tp.topic}-{tp.partition}": error.name() for tp, error in results.items()
+                             if error is not None and error.name() != "ELECTION_NOT_NEEDED"}

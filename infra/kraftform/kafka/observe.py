@@ -28,10 +28,10 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
-from kafka.errors import KafkaError as PyKafkaError
 
 from kraftform.cluster.connection import Connection
 from kraftform.kafka.admin import TIMEOUT, Admin, Requests, batches, kafka_python_admin
+from kraftform.kafka.kafka_python import KafkaError as PyKafkaError
 from kraftform.kafka.quotas import describe_quotas
 from kraftform.plan.state import ClusterState, TopicState, UserState
 from kraftform.specset.model import AclBinding

@@ -7,10 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kafka.errors import for_code
-from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
-
 from kraftform.errors import KafkaRequestFailed
+from kraftform.kafka.kafka_python import AlterClientQuotasRequest, DescribeClientQuotasRequest, for_code
 from kraftform.specset.model import DEFAULT_ENTITY, QuotaEntity
 
 #: kraftform's entity fields <-> Kafka's entity types.

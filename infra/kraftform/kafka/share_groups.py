@@ -13,24 +13,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.errors import for_code
-from kafka.protocol.api_message import ApiMessage
-
 from kraftform.cluster.connection import Connection
 from kraftform.errors import KafkaRequestFailed
 from kraftform.kafka.admin import Requests, kafka_python_admin
+from kraftform.kafka.kafka_python import ApiMessage, for_code, quiet
 
 MESSAGES = "kraftform.kafka.messages"
 #: What a group that does not exist yet gets (Kafka 4.3 answers such a group with no topics instead).
 NO_STATE = ("GroupIdNotFoundError",)
 
 
-class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=MESSAGES):  # type: ignore[call-arg,misc]
-    pass
+with quiet():  # kafka-python reads the message definitions when the class is made
+    class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=MESSAGES):  # type: ignore[call-arg,misc]
+        pass
 
-
-class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=MESSAGES):  # type: ignore[call-arg,misc]
-    pass
+    class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=MESSAGES):  # type: ignore[call-arg,misc]
+        pass
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,12 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import ConfigResource, OffsetSpec, ResourceType
-from kafka.errors import KafkaError as PyKafkaError
 
 from kraftform.cluster.connection import Connection
 from kraftform.errors import ConnectionFailed, KraftformError
 from kraftform.kafka.admin import Admin, batches
 from kraftform.kafka.gates import read_quorum
+from kraftform.kafka.kafka_python import KafkaError as PyKafkaError
 from kraftform.kafka.observe import CONFIG_BATCH
 from kraftform.kafka.share_groups import share_group_offsets
 from kraftform.monitoring.status import ConsumerPosition, Observed, Partition, lag_limit

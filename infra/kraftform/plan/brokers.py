@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from kraftform.kafka_features import RELEASE_FEATURES
+from kraftform.definitions.features import RELEASE_FEATURES
+from kraftform.definitions.server_configs import check_setting, definition
 from kraftform.plan.changes import Action, BrokerSetting, Change, FeatureLevel, Kind, Safety
 from kraftform.plan.diff import classify_config_change
 from kraftform.plan.specdiff import UNSET
 from kraftform.plan.state import BROKER_TOPIC_DEFAULTS, ClusterState
-from kraftform.server_configs import check_setting, definition
 from kraftform.specset.checks import IRREVERSIBLE_FEATURES
 from kraftform.specset.model import ClusterSpec
 

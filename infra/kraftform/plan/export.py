@@ -14,10 +14,10 @@ from typing import Any
 
 import yaml
 
-from kraftform.kafka_features import RELEASE_FEATURES
+from kraftform.definitions.features import RELEASE_FEATURES
+from kraftform.definitions.server_configs import check_setting
 from kraftform.plan.live import cluster_identities, reserved
 from kraftform.plan.state import ClusterState
-from kraftform.server_configs import check_setting
 from kraftform.specset.checks import release_name
 from kraftform.specset.model import DEFAULT_ENTITY, Security
 from kraftform.versions import KAFKA_VERSION

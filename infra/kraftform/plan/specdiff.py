@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
+from kraftform.definitions.server_configs import definition
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.plan.diff import diff_states
 from kraftform.plan.groups import group_config_changes, unmanaged_groups
 from kraftform.plan.state import state_of
-from kraftform.server_configs import definition
 from kraftform.specset.checks import IRREVERSIBLE_FEATURES
 from kraftform.specset.model import ClusterSpec, SpecSet
 from kraftform.specset.profiles import SECTIONS

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kraftform.definitions.topic_configs import kafka_default
 from kraftform.specset.model import AclBinding, QuotaEntity, SpecSet
-from kraftform.topic_configs import kafka_default
 
 #: Broker settings whose value is the default of a topic config of the same name.
 BROKER_TOPIC_DEFAULTS = {"min.insync.replicas": "min.insync.replicas",

@@ -19,6 +19,7 @@ from kraftform.cluster.connection import SASL_SSL, Connection
 from kraftform.cluster.containers import LABEL_CLUSTER, LOCAL_IMAGE, OFFICIAL_IMAGE, in_containers, network_bootstrap
 from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
+from kraftform.definitions.server_configs import definition
 from kraftform.errors import KraftformError, SpecError
 from kraftform.kafka.credentials import missing_password, passwords
 from kraftform.plan.brokers import declared_features
@@ -30,7 +31,6 @@ from kraftform.pulumi.policy import SPECS_TYPE
 from kraftform.pulumi.providers import Access, BrokerSettings, Features, GroupSettings, access_props
 from kraftform.pulumi.topics import Topics
 from kraftform.runtime.images import spark_image
-from kraftform.server_configs import definition
 from kraftform.spark.containers import consumers_volume
 from kraftform.spark.manifest import consumer_manifest
 from kraftform.specset.model import DEFAULT_ENTITY, SpecSet, UserSpec

@@ -29,6 +29,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
+from kraftform.definitions.topic_configs import normalize_topic_config
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
@@ -37,7 +38,6 @@ from kraftform.plan.live import Desired
 from kraftform.plan.state import ClusterState, TopicState
 from kraftform.pulumi.providers import connection_of, first_read, until_answering
 from kraftform.specset.model import TopicSpec
-from kraftform.topic_configs import normalize_topic_config
 
 #: The resource's ID: one topic set per stack.
 ID = "topics"

@@ -29,6 +29,7 @@ from kraftform.artifacts import connector_home, ensure_kafka, metrics_agent
 from kraftform.cluster.containers import CONTAINER_UID, KAFKA_LIBS, METRICS_AGENT, kafka_image
 from kraftform.errors import EnvironmentMissing
 from kraftform.spark.containers import SPARK_CACHE, SPARK_HOME_DIR, SPARK_VENV, WORK_DIR
+from kraftform.subprocesses import run_to_end
 from kraftform.versions import (
     DEBIAN_SUITE,
     JMX_EXPORTER_VERSION,
@@ -42,6 +43,8 @@ BASE_IMAGE = f"kraftform/debian:{DEBIAN_SUITE}"
 KCAT_IMAGE = f"kraftform/kcat:{KCAT_SUITE}"
 PROMETHEUS_IMAGE = f"kraftform/prometheus:{DEBIAN_SUITE}"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
+#: debootstrap, tar and pip wheel: minutes on a cold cache, never an hour.
+BUILD_TIMEOUT_S = 1800
 #: A digest of the Dockerfile an image was built from: a changed recipe builds the image again.
 RECIPE_LABEL = "dev.kraftform.recipe"
 
@@ -88,14 +91,19 @@ def build_base(client: docker.DockerClient, log: list[str], suite: str = DEBIAN_
         raise EnvironmentMissing("debootstrap is needed to build the base image (apt-get install debootstrap)")
     with tempfile.TemporaryDirectory(prefix="kraftform-rootfs-") as tmp:
         rootfs = Path(tmp) / "rootfs"
-        done = subprocess.run(["debootstrap", "--variant=minbase", suite, str(rootfs), DEBIAN_MIRROR],
-                              capture_output=True, text=True, check=False)
+        done = run_to_end(["debootstrap", "--variant=minbase", suite, str(rootfs), DEBIAN_MIRROR],
+                          f"debootstrap {suite}", BUILD_TIMEOUT_S, EnvironmentMissing)
         if done.returncode != 0:
             raise EnvironmentMissing(f"debootstrap failed:\n{done.stderr[-2000:] or done.stdout[-2000:]}")
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
         assert tar.stdout is not None
         client.api.import_image_from_stream(tar.stdout, repository="kraftform/debian", tag=suite)
-        tar.wait()
+        try:
+            tar.wait(timeout=BUILD_TIMEOUT_S)  # docker has read the whole stream: tar is done or hung
+        except subprocess.TimeoutExpired:
+            tar.kill()
+            raise EnvironmentMissing(f"tar of the {suite} root filesystem did not finish within "
+                                     f"{BUILD_TIMEOUT_S} s") from None
     if not _exists(client, tag):
         raise EnvironmentMissing(f"docker import did not produce {tag}")
     log.append(f"{tag}: built with debootstrap {suite} (minbase)")
@@ -239,8 +247,8 @@ def build_spark(client: docker.DockerClient, log: list[str]) -> str:
     root = _project_root()
 
     def fill(context: Path) -> None:
-        done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(context / "wheels"),
-                               f"{root}[spark]"], capture_output=True, text=True, check=False)
+        done = run_to_end([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(context / "wheels"),
+                           f"{root}[spark]"], f"pip wheel {root}[spark]", BUILD_TIMEOUT_S, EnvironmentMissing)
         if done.returncode != 0:
             raise EnvironmentMissing(f"pip wheel {root}[spark] failed:\n{(done.stderr or done.stdout)[-2000:]}")
         # Dependencies and kraftform in separate layers: a change to kraftform's code rebuilds only the last.

@@ -42,7 +42,7 @@ from kraftform.cluster.topology import (
 )
 from kraftform.errors import ClusterUnhealthy, EnvironmentMissing
 from kraftform.kafka.health import ClusterHealth, wait_healthy
-from kraftform.monitoring.jmx import METRICS_FILE, METRICS_PORT
+from kraftform.cluster.jmx import METRICS_FILE, METRICS_PORT
 from kraftform.plan.nodes import NodePlan, node_plan
 from kraftform.runtime import class_archive
 from kraftform.runtime import deployment as dep

@@ -16,16 +16,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
-
-from confluent_kafka import ElectionType, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
-from kafka.errors import KafkaError as PyKafkaError
+from typing import Any, Protocol
 
 from kraftform.cluster.connection import Connection
 from kraftform.cluster.render import RenderedNode
 from kraftform.cluster.topology import Node, topology
-from kraftform.errors import ClusterUnhealthy, ConnectionFailed, KraftformError, PlanRefusedError
+from kraftform.errors import ClusterUnhealthy, ConnectionFailed, KafkaRequestFailed, KraftformError, PlanRefusedError
 from kraftform.kafka import gates
 from kraftform.kafka.apply import Applier, ApplyOptions
 from kraftform.monitoring.status import Partition as ReadPartition
@@ -179,13 +175,12 @@ def _estimate(connection: Connection, work: ClusterWork) -> Moves | None:
     the cluster cannot be read for it now (the plan says the moves are computed when they are made). Raises
     PlacementRefused when the staying brokers cannot hold the partitions."""
     try:
-        admin = AdminClient(connection.librdkafka())
-        cluster = admin.describe_cluster(request_timeout=gates.TIMEOUT).result(timeout=gates.TIMEOUT)
-        racks = {n.id: n.rack for n in cluster.nodes}
+        admin = gates.client(connection)
+        racks = gates.broker_racks(admin)
         racks |= {s.node.node_id: s.node.rack for s in work.steps if s.step is Step.ADD}
         leaving = {s.node.node_id for s in work.steps if s.step is Step.REMOVE}
         partitions = [p for p in gates.read_partitions(admin) if p.topic != "__cluster_metadata"]
-    except Exception:  # kafka-python's errors and ours alike: an estimate, not a gate
+    except KraftformError:  # an estimate, not a gate: the plan says the moves are computed when made
         return None
     moves = target_assignment(partitions, racks, leaving)
     with contextlib.suppress(Exception):  # the sizes are a courtesy too
@@ -198,7 +193,7 @@ def _quorum(connection: Connection) -> gates.Quorum | None:
     leader again itself)."""
     try:
         return gates.read_quorum(connection)
-    except Exception:  # kafka-python's errors and ours alike: the quorum is only read for the order
+    except KraftformError:  # the quorum is only read for the order
         return None
 
 
@@ -215,7 +210,7 @@ def wait_gate(what: str, timeout: float, check: Callable[[], str | None]) -> Non
 
     # A request may land on the very node that is restarting: any client's error is a reason to ask again.
     poll(what, timeout, attempt, interval=1.0,
-         retry_on=(KafkaException, PyKafkaError, ConnectionFailed, TimeoutError, OSError), error=RollHalted)
+         retry_on=(ConnectionFailed, KafkaRequestFailed), error=RollHalted)
 
 
 def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connection: Connection,
@@ -365,9 +360,8 @@ def target_assignment(partitions: list[ReadPartition], racks: Mapping[int, str |
 def rebalance(connection: Connection, leaving: set[int], options: RollOptions, progress: Progress) -> None:
     """Move replicas off leaving brokers and even out the rest, throttled and in batches; then elect preferred
     leaders. Kafka's internal topics move too: they are replicas like any other."""
-    admin = AdminClient(connection.librdkafka())
-    cluster = admin.describe_cluster(request_timeout=gates.TIMEOUT).result(timeout=gates.TIMEOUT)
-    racks = {n.id: n.rack for n in cluster.nodes}
+    admin = gates.client(connection)
+    racks = gates.broker_racks(admin)
     registered = tuple(sorted(racks))
     racks.update(dict.fromkeys(leaving - set(racks)))  # a leaving broker already stopped: its replicas move too
     partitions = [p for p in gates.read_partitions(admin) if p.topic != "__cluster_metadata"]
@@ -409,17 +403,11 @@ def _move(connection: Connection, moves: Moves, registered: tuple[int, ...], opt
         raise KraftformError("replica moves failed: " + "; ".join(map(str, applier.failures)))
 
 
-def _elect_preferred(admin: AdminClient, progress: Progress) -> None:
-    """Leadership back to each partition's first replica where another leads (confluent-kafka 2.16 refuses
-    keyword arguments here)."""
-    partitions = [TopicPartition(p.topic, p.partition) for p in gates.read_partitions(admin)
-                  if p.replicas and p.leader != p.replicas[0]]
-    if not partitions:
+def _elect_preferred(admin: Any, progress: Progress) -> None:
+    asked, failed = gates.elect_preferred(admin)
+    if not asked:
         progress("partitions: every partition is led by its preferred leader")
         return
-    results = admin.elect_leaders(ElectionType.PREFERRED, partitions).result(timeout=60)
-    failed = {f"{tp.topic}-{tp.partition}": error.name() for tp, error in results.items()
-              if error is not None and error.name() != "ELECTION_NOT_NEEDED"}
     if failed:
         progress(f"partitions: preferred leader not elected for {len(failed)} partition(s) (Kafka's own "
                  f"auto.leader.rebalance will): {', '.join(f'{k} {v}' for k, v in sorted(failed.items())[:5])}")

@@ -4,13 +4,13 @@ in tests (drift made by Kafka's tools, not by kraftform's own code)."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Sequence
 
 from kraftform.artifacts import ensure_kafka
 from kraftform.cluster.render import TOOL_JAVA_OPTIONS
 from kraftform.errors import KafkaRequestFailed
 from kraftform.runtime.local import java_binary
+from kraftform.subprocesses import run_to_end
 from kraftform.versions import KAFKA_VERSION
 
 CONFIGS = "kafka.admin.ConfigCommand"  # kafka-configs.sh
@@ -39,9 +39,9 @@ def run_kafka_tool(main_class: str, args: Sequence[str], kafka_version: str = KA
                    timeout: float = 120) -> str:
     """Run one tool to completion; its stdout, or an error carrying the end of its stderr."""
     command = kafka_tool_command(main_class, args, kafka_version)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    tool = main_class.rsplit(".", 1)[-1]
+    done = run_to_end(command, tool, timeout, KafkaRequestFailed)
     if done.returncode != 0:
-        tool = main_class.rsplit(".", 1)[-1]
         output = done.stderr[-1500:] or done.stdout[-1500:]
         raise KafkaRequestFailed(f"{tool} failed (exit {done.returncode}):\n{output}")
     return done.stdout

@@ -12,9 +12,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from kraftform.definitions.group_configs import check_group_setting
+from kraftform.definitions.server_configs import check_setting
+from kraftform.definitions.topic_configs import normalize_topic_config
 from kraftform.errors import Location, Problem
-from kraftform.group_configs import check_group_setting
-from kraftform.server_configs import check_setting
 from kraftform.specset.checks import feature_problem
 from kraftform.specset.model import (
     REALTIME,
@@ -46,7 +47,6 @@ from kraftform.specset.model import (
 from kraftform.specset.partial import SET_ASIDE
 from kraftform.specset.profiles import BUILTIN_PROFILES, merge_profile
 from kraftform.specset.yamlsource import JsonPath, SourceDoc
-from kraftform.topic_configs import normalize_topic_config
 from kraftform.units import parse_duration_ms, parse_rate, parse_size
 from kraftform.versions import KAFKA_VERSION
 
@@ -171,18 +171,20 @@ class Builder:
         for part in at:
             raw = (raw or {}).get(part)
         settings = plain_settings(raw)
-        for key, value in settings.items():
+        for key, value in list(settings.items()):
             problem = check_setting(key, value)
-            if problem is not None:
+            if problem is not None:  # reported here, and left out so later checks judge only valid settings
                 self.problems.append(Problem(entry.at(*at, key), f"{'.'.join(at)}: {problem}"))
+                del settings[key]
         return settings
 
     def _features(self, entry: Entry, kafka_version: str) -> dict[str, int]:
         features = {str(k): int(v) for k, v in (entry.data.get("features") or {}).items()}
-        for name, level in features.items():
+        for name, level in list(features.items()):
             problem = feature_problem(name, level, kafka_version)
-            if problem is not None:
+            if problem is not None:  # reported here, and left out of the model the later checks read
                 self.problems.append(Problem(entry.at("features", name), f"features: {problem}"))
+                del features[name]
         return features
 
     def _spark(self, entry: Entry) -> SparkSpec:
@@ -305,10 +307,11 @@ class Builder:
 
     def group(self, entry: Entry) -> GroupSpec:
         config = plain_settings(entry.data.get("config"))
-        for key, value in config.items():
+        for key, value in list(config.items()):
             problem = check_group_setting(key, value)
             if problem is not None:
                 self.problems.append(Problem(entry.at("config", key), f"group {entry.data['name']!r}: {problem}"))
+                del config[key]
         readers = tuple(GroupReader(r["principal"], tuple(r["topics"]), entry.at("readers", i))
                         for i, r in enumerate(entry.data.get("readers", ())))
         return GroupSpec(entry.data["name"], config, entry.data.get("description", ""), entry.at(),

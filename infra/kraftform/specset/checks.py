@@ -11,10 +11,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
+from kraftform.definitions.features import RELEASE_FEATURES
+from kraftform.definitions.group_configs import bounds_problem
+from kraftform.definitions.server_configs import definition
 from kraftform.errors import Location, Problem
-from kraftform.group_configs import bounds_problem
-from kraftform.kafka_features import RELEASE_FEATURES
-from kraftform.server_configs import definition
 from kraftform.specset.model import DEFAULT_ENTITY, RESERVED_USERS, AclSpec, ClusterSpec, SpecSet, TopicSpec
 from kraftform.versions import SUPPORTED_KAFKA_VERSIONS
 

@@ -3,8 +3,9 @@
 Phases run in order and each reports all it finds: YAML syntax, then JSON Schema, then building the typed
 model (value normalization), then cross-reference checks. Entries that fail the schema are set aside and
 the rest goes on through the later phases (specset/partial.py), so one run reports every problem; the model is
-built only when every file parses, and cross-references are checked only when the model builds cleanly,
-because their checks would otherwise repeat the same mistake in other words.
+built only when every file parses. A value the model cannot take (a misspelt feature, a size that does not
+parse) is reported and left out of it, and the cross-reference checks still run on the rest: a check that
+lands on the same line only restates that problem and is dropped.
 """
 
 from __future__ import annotations
@@ -83,9 +84,13 @@ def load_specs(specs_dir: str | Path, more: Iterable[Check] = ()) -> SpecSet:
     if aside is None or aside.cluster or not docs:
         raise SpecError(problems)  # a file that does not parse, or no cluster to build on: stop here
     specset, found = build_specset(docs)
-    if specset is None or found:
+    if specset is None:
         raise SpecError(problems + consequences_removed(found, aside))
-    problems += consequences_removed(check_specset(specset, more), aside)
+    # The model leaves out each value building refused, so the checks still judge everything else; a check
+    # that lands where building already spoke only restates it.
+    refused = {(p.location.file, p.location.line) for p in found}
+    checked = [p for p in check_specset(specset, more) if (p.location.file, p.location.line) not in refused]
+    problems += consequences_removed([*found, *checked], aside)
     if problems:
         raise SpecError(problems)
     return specset

@@ -90,7 +90,7 @@ class ProducerWatch:
         finally:
             if self.process.poll() is None:
                 self.process.kill()
-                self.process.wait()
+                self.process.wait(timeout=30)
             self._thread.join(timeout=30)
             self._out.close()
             self._err.close()

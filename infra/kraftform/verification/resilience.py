@@ -170,7 +170,7 @@ class Trials:
                 return FINISHED
             except subprocess.TimeoutExpired:
                 os.kill(process.pid, signal.SIGKILL)
-                process.wait()
+                process.wait(timeout=30)
         steps = [line.strip() for line in log_path.read_text().splitlines() if PROGRESS.match(line)]
         return steps[-1] if steps else "before its first step"
 

@@ -94,7 +94,7 @@ class Target:
             out, _ = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             process.kill()
-            out, _ = process.communicate()
+            out, _ = process.communicate(timeout=30)
         finally:
             err.close()
         (self.workdir / "logs" / f"{log_name}.stdout").write_text(out)

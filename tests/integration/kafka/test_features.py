@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from kraftform.definitions.features import RELEASE_FEATURES
 from kraftform.kafka.admin import Requests, kafka_python_admin
 from kraftform.kafka.observe import observe
-from kraftform.kafka_features import RELEASE_FEATURES
 
 from .conftest import OneNode, one_node
 

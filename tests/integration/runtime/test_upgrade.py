@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import NewTopic
 
+from kraftform.definitions.features import RELEASE_FEATURES
 from kraftform.kafka.admin import Requests, kafka_python_admin
-from kraftform.kafka_features import RELEASE_FEATURES
 from kraftform.runtime.deployment import admin_config, load
 
 from .conftest import Day2, own_cluster

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from kafka.errors import InvalidUpdateVersionError
-
+from kraftform.kafka.kafka_python import quiet
 from kraftform.kafka.observe import _kafka_reason
+
+with quiet():
+    from kafka.errors import InvalidUpdateVersionError
 
 #: kafka-python's text for a refused UpdateFeatures, as Kafka 4.3.1 answered a validate-only kraft.version 1 -> 0.
 REFUSED = ("Request 'UpdateFeaturesRequest(version=2, timeout_ms=60000, feature_updates=[FeatureUpdateKey("

@@ -13,7 +13,7 @@ import yaml
 from kraftform.declared import load_specs
 from kraftform.monitoring.alerts import alert_rules, rules_yaml
 from kraftform.monitoring.dashboard import panels
-from kraftform.monitoring.jmx import FAMILIES
+from kraftform.cluster.jmx import FAMILIES
 
 from ...conftest import EXAMPLE_SPECS
 

@@ -108,3 +108,40 @@ def test_heaps_and_conventions_are_read_with_units(specs_copy: SpecsCopy) -> Non
     edit(specs / "cluster.yaml", "topic_name: '", "topic_name: '(unclosed")
     with pytest.raises(SpecError, match=r"conventions\.topic_name: not a regular expression"):
         load_specs(specs)
+
+
+def test_each_stage_reports_with_the_others_whatever_the_order(specs_copy: SpecsCopy) -> None:
+    """A schema error (a topic without partitions), a value the model refuses (a misspelt feature), and two
+    cross-reference errors (a share group given a consumer group's setting, a reader of an undeclared topic):
+    all four in one run, not one stage at a time."""
+    specs = specs_copy()
+    edit(specs / "cluster.yaml", "  brokers: 3\n", "  brokers: 3\n  features: {group.versoin: 1, share.version: 1}\n")
+    edit(specs / "topics/orders.yaml", "partitions:", "partitons:")
+    (specs / "groups.yaml").write_text(
+        "groups:\n"
+        "  - name: alert-workers\n    type: share\n    config: {consumer.session.timeout.ms: 50000}\n"
+        "    readers:\n      - principal: User:orders-service\n        topics: [payments.fraud-score.v1]\n")
+    with pytest.raises(SpecError) as caught:
+        load_specs(specs)
+    found = {(Path(p.location.file).name, p.message.split(":")[0]) for p in caught.value.problems}
+    assert ("cluster.yaml", "features") in found
+    assert any(file == "orders.yaml" for file, _ in found), found
+    messages = " | ".join(p.message for p in caught.value.problems)
+    assert "'group.versoin' is not a feature of Kafka" in messages
+    assert "consumer.session.timeout.ms is a consumer group's setting" in messages
+    assert "reads undeclared topic 'payments.fraud-score.v1'" in messages
+    # The misspelt feature is left out of the model, not judged again by the checks in other words.
+    assert sum("group.versoin" in p.message for p in caught.value.problems) == 1
+
+
+def test_a_yaml_syntax_error_and_another_files_schema_error_come_together(specs_copy: SpecsCopy) -> None:
+    """A file that does not parse stops the cross-references (its declarations are unknown, so every
+    reference to them would be reported as missing), but every other file's syntax and schema are still
+    judged in the same run."""
+    specs = specs_copy()
+    edit(specs / "quotas.yaml", "quotas:", "quotas: [")
+    edit(specs / "topics/orders.yaml", "partitions:", "partitons:")
+    with pytest.raises(SpecError) as caught:
+        load_specs(specs)
+    files = {Path(p.location.file).name for p in caught.value.problems}
+    assert {"quotas.yaml", "orders.yaml"} <= files

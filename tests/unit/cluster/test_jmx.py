@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from kraftform.monitoring.jmx import FAMILIES, METRICS_FILE, agent_option, exporter_config
+from kraftform.cluster.jmx import FAMILIES, METRICS_FILE, agent_option, exporter_config
 
 
 def test_the_config_is_yaml_with_only_the_beans_the_rules_read_and_every_family_named() -> None:

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kraftform.cluster.config import Addressing, NodePaths
+from kraftform.cluster.jmx import METRICS_PORT, agent_option
 from kraftform.cluster.render import ClusterSecrets, RenderedNode, format_args, render_cluster, server_args
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_ID_BASE, CONTROLLER_PORT, Topology
-from kraftform.cluster.jmx import METRICS_PORT, agent_option
 from kraftform.specset.model import ClusterSpec
 from kraftform.versions import KAFKA_VERSION
 

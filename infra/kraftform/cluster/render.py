@@ -24,8 +24,8 @@ from kraftform.cluster.config import (
     render_properties,
     secrets_properties,
 )
-from kraftform.cluster.topology import CONTROLLER_PORT, Node, Topology
 from kraftform.cluster.jmx import METRICS_FILE, agent_option, exporter_config
+from kraftform.cluster.topology import CONTROLLER_PORT, Node, Topology
 from kraftform.specset.model import ClusterSpec
 
 

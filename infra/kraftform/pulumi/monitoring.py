@@ -27,9 +27,9 @@ from kraftform.cluster.containers import (
     PortBinding,
     network_bootstrap,
 )
+from kraftform.cluster.jmx import METRICS_PORT
 from kraftform.cluster.topology import topology
 from kraftform.monitoring.alerts import rules_yaml
-from kraftform.cluster.jmx import METRICS_PORT
 from kraftform.monitoring.scrape import Endpoint, prometheus_config
 from kraftform.pulumi.cluster import KafkaCluster, container_resource
 from kraftform.runtime.images import PROMETHEUS_IMAGE

@@ -23,6 +23,7 @@ from typing import cast
 
 from kraftform.artifacts import ensure_kafka, metrics_agent
 from kraftform.cluster.config import Addressing, NodePaths
+from kraftform.cluster.jmx import METRICS_FILE, METRICS_PORT
 from kraftform.cluster.render import (
     ClusterSecrets,
     RenderedNode,
@@ -42,7 +43,6 @@ from kraftform.cluster.topology import (
 )
 from kraftform.errors import ClusterUnhealthy, EnvironmentMissing
 from kraftform.kafka.health import ClusterHealth, wait_healthy
-from kraftform.cluster.jmx import METRICS_FILE, METRICS_PORT
 from kraftform.plan.nodes import NodePlan, node_plan
 from kraftform.runtime import class_archive
 from kraftform.runtime import deployment as dep

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import yaml
 
+from kraftform.cluster.jmx import FAMILIES
 from kraftform.declared import load_specs
 from kraftform.monitoring.alerts import alert_rules, rules_yaml
 from kraftform.monitoring.dashboard import panels
-from kraftform.cluster.jmx import FAMILIES
 
 from ...conftest import EXAMPLE_SPECS
 

@@ -9,24 +9,38 @@ here and every command (`validate`, `plan`, `diff`, the Pulumi program and polic
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kraftform.plan.changes import Plan
-from kraftform.plan.specdiff import diff_specsets
-from kraftform.spark.checks import check_consumers
-from kraftform.spark.diff import diff_consumers
-from kraftform.specset import loader
+from kraftform.specset import cache
+from kraftform.specset.files import spec_files
 from kraftform.specset.model import SpecSet
+
+if TYPE_CHECKING:
+    from kraftform.plan.changes import Plan
 
 __all__ = ["diff_specs", "load_specs"]
 
 
 def load_specs(specs_dir: str | Path) -> SpecSet:
     """The validated model of a spec directory, every layer's checks run; raises SpecError or UsageError with
-    every problem at once."""
-    return loader.load_specs(specs_dir, more=(check_consumers,))
+    every problem at once. Unchanged specs validated before by this code come from the cache (`specset.cache`);
+    the validating layers (YAML, JSON Schema, Spark SQL) are imported only when specs are validated."""
+    root = Path(specs_dir)
+
+    def validated() -> SpecSet:
+        from kraftform.spark.checks import check_consumers
+        from kraftform.specset import loader
+
+        return loader.load_specs(root, more=(check_consumers,))
+
+    return cache.cached(root, spec_files(root), validated) if root.is_dir() else validated()
 
 
 def diff_specs(base: SpecSet, head: SpecSet) -> Plan:
     """Every change between two spec revisions, classified, for review before anything runs."""
+    from kraftform.plan.changes import Plan
+    from kraftform.plan.specdiff import diff_specsets
+    from kraftform.spark.diff import diff_consumers
+
     kafka = diff_specsets(base, head)
     return Plan.of([*kafka.changes, *diff_consumers(base, head)], kafka.notes, subject="diff")

@@ -12,8 +12,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from kraftform.cluster.config import NodePaths, render_properties
-from kraftform.cluster.containers import docker_addressing
 from kraftform.cluster.topology import topology
 from kraftform.definitions.topic_configs import kafka_default
 from kraftform.errors import Problem
@@ -88,6 +86,9 @@ def _retention(s: SpecSet) -> Iterator[Problem]:
 
 
 def _plaintext(s: SpecSet) -> Iterator[Problem]:
+    from kraftform.cluster.config import NodePaths, render_properties  # the nodes' rendering: only this rule
+    from kraftform.cluster.containers import docker_addressing
+
     topo = topology(s.cluster)
     addressing = docker_addressing(topo)
     for node in topo.nodes:

@@ -56,3 +56,34 @@ def test_the_dev_recipe_gets_admin_client_files_after_up_and_plans_with_them() -
     files = next(i for i, line in enumerate(dev) if "kraftform stack client-files" in line)
     plan = next(i for i, line in enumerate(dev) if "kraftform plan" in line)
     assert up < files < plan and "--show-secrets" in dev[files]
+
+
+def test_the_architecture_and_the_readme_name_every_module() -> None:
+    """docs/architecture.md has a row for each module, the README's layout names each (as `name.py` at the top,
+    by its name within its package's lines), and neither names a module that is gone."""
+    package = REPO / "infra" / "kraftform"
+    modules = sorted(p.relative_to(package.parent) for p in package.rglob("*.py"))
+    architecture = (REPO / "docs" / "architecture.md").read_text()
+    rows = set(re.findall(r"^\| `(kraftform/[\w/]+\.py)` \|", architecture, re.M))
+    assert rows == {str(m) for m in modules}
+    readme = (REPO / "README.md").read_text()
+    layout = readme[readme.index("## Layout"):readme.index("    specs/ ")]
+    lines: dict[str, str] = {}
+    current = ""
+    for line in layout.splitlines():
+        opened = re.match(r"      (\w+)/\s", line)
+        current = opened[1] if opened else (current if line.startswith("                           ") else "")
+        if current:
+            lines[current] = lines.get(current, "") + line
+    missing = []
+    for module in modules:
+        parts = module.parts[1:]
+        if parts[-1] in ("__init__.py", "__main__.py"):
+            continue
+        if len(parts) == 1:
+            found = f"      {parts[0]} " in layout
+        else:
+            found = re.search(rf"\b{module.stem}\b", lines.get(parts[0], "")) is not None
+        if not found:
+            missing.append(str(module))
+    assert missing == [], f"not in the README's layout: {missing}"

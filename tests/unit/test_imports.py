@@ -130,3 +130,17 @@ def test_the_package_cycle_check_finds_two_packages_importing_each_other(tmp_pat
     modules = {f"kraftform.{p}.mod": tmp_path / "kraftform" / p / "mod.py" for p in ("one", "two")}
     assert _package_cycles(modules) == [
         "kraftform.one.mod -> kraftform.two.mod and kraftform.two.mod -> kraftform.one.mod"]
+
+
+#: What `kraftform plan --command-config` and `validate` import: the CLI, the validating layers and the Admin code.
+PLAN_PATH = ("kraftform.cli", "kraftform.cli.reconcile_commands", "kraftform.kafka.reconcile",
+             "kraftform.specset.loader", "kraftform.spark.checks", "kraftform.plan.render")
+
+
+def test_plan_and_validate_never_load_spark_pulumi_or_docker() -> None:
+    """A plan is a Kafka client's work: Spark, Pulumi and Docker cost a second of imports it has no use for."""
+    code = (f"import sys\nfor m in {PLAN_PATH!r}: __import__(m)\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'py4j', 'pulumi', 'pulumi_docker', "
+            "'pulumi_policy', 'dill', 'grpc', 'docker'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.strip() == "[]", done.stdout

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.cluster.connection import Connection, read_connection
@@ -18,9 +19,11 @@ from kraftform.kafka.apply import ApplyOptions, check_applicable
 from kraftform.kafka.reconcile import LivePlan, apply_cluster, plan_cluster
 from kraftform.plan.changes import Plan, Safety
 from kraftform.plan.render import RENDERERS, render_text, summary
-from kraftform.runtime.rolling import ClusterWork, Nodes, RollOptions, carry_out, cluster_work
 from kraftform.specset.model import ClusterSpec, Security, SpecSet, named_groups
 from kraftform.units import parse_rate
+
+if TYPE_CHECKING:  # the runtimes (Docker, certificates) load only for a --state-dir plan or apply
+    from kraftform.runtime.rolling import ClusterWork, Nodes
 
 COMMAND_CONFIG_HELP = ("client properties of an admin (super) user: the admin.properties written by "
                        "`kraftform cluster up`, or the file you give Kafka's tools as --command-config")
@@ -106,16 +109,24 @@ def _target(args: argparse.Namespace, specs: SpecSet) -> Target:
         return Target(connection, live, plan)
     from kraftform.runtime import runtime_of
     from kraftform.runtime.deployment import admin_config
+    from kraftform.runtime.rolling import cluster_work
 
-    connection, runtime = admin_config(args.state_dir), cast(Nodes, runtime_of(args.state_dir))
+    connection, runtime = admin_config(args.state_dir), cast("Nodes", runtime_of(args.state_dir))
     live = _planned(connection, specs)
     work = cluster_work(runtime, specs.cluster, connection)
     return Target(connection, live, live.plan.with_node_work(work.changes(specs.cluster)), runtime, work)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    plan = _target(args, load_specs(args.specs_dir)).plan
+    started = time.monotonic()
+    specs = load_specs(args.specs_dir)
+    loaded = time.monotonic()
+    plan = _target(args, specs).plan
+    planned = time.monotonic()
     sys.stdout.write(RENDERERS[args.format](plan))
+    if os.environ.get("KRAFTFORM_TIMINGS"):  # tests/bench/bench_plan.py reads these phases
+        print(f"timings: specs {loaded - started:.3f} s, cluster and plan {planned - loaded:.3f} s, render "
+              f"{time.monotonic() - planned:.3f} s", file=sys.stderr)
     return 0 if plan.empty else 2
 
 
@@ -173,6 +184,7 @@ def _apply_with_nodes(args: argparse.Namespace, specs: SpecSet, target: Target, 
     """Node work first (new brokers, the roll, partition moves, removals), then what the Admin protocol does,
     planned again against the reshaped cluster; then nothing may be left."""
     from kraftform.runtime.deployment import admin_config
+    from kraftform.runtime.rolling import RollOptions, carry_out, cluster_work
 
     assert target.runtime is not None and target.work is not None
     if target.work.to_do:

@@ -5,17 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftform.declared import diff_specs, load_specs
 from kraftform.errors import UsageError
 from kraftform.lint import ENVS, RULES, lint
 from kraftform.plan.render import RENDERERS
-from kraftform.sizing import HEADROOM, SizingReport, size_cluster
 from kraftform.specset.model import Profile, SpecSet
 from kraftform.specset.profiles import BUILTIN_PROFILES, SECTIONS
 from kraftform.tables import text_table
 from kraftform.units import human_bytes
+
+if TYPE_CHECKING:  # sizing reads the consumers' Spark settings: loaded by `size` alone
+    from kraftform.sizing import SizingReport
 
 DEFAULT_SPECS = "specs"
 
@@ -83,6 +85,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def render_sizing(r: SizingReport) -> str:
+    from kraftform.sizing import HEADROOM
+
     def n(value: int | None) -> str:
         return "-" if value is None else str(value)
 
@@ -119,6 +123,8 @@ def render_sizing(r: SizingReport) -> str:
 
 
 def cmd_size(args: argparse.Namespace) -> int:
+    from kraftform.sizing import size_cluster
+
     report = size_cluster(load_specs(args.specs_dir))
     print(render_sizing(report), end="")
     return 2 if args.strict and report.undersized else 0

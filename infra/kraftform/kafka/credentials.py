@@ -77,11 +77,25 @@ def logs_in(connection: Connection, user: UserSpec, password: str) -> bool:
 def check_passwords(connection: Connection, observed: ClusterState, users: tuple[UserSpec, ...],
                     found: Mapping[str, str | None]) -> ClusterState:
     """`observed` with `password_ok` set for every declared user that exists and has a readable secret."""
-    checkable = [u for u in users if u.name in observed.users and found.get(u.name) is not None]
+    checkable = tuple(u for u in users if u.name in observed.users)
+    return with_logins(observed, logins(connection, checkable, found))
+
+
+def logins(connection: Connection, users: tuple[UserSpec, ...], found: Mapping[str, str | None]) -> dict[str, bool]:
+    """Whether each user with a readable secret logs in with it, the logins side by side. A caller may start them
+    before it knows which users exist (beside its observation of the cluster): a user that does not exist yet
+    just fails to log in, and `with_logins` reads only the existing users' results."""
+    checkable = [u for u in users if found.get(u.name) is not None]
     if not checkable or connection.mechanism is None:
-        return observed
+        return {}
     with ThreadPoolExecutor(max_workers=min(8, len(checkable))) as pool:
-        results = dict(zip((u.name for u in checkable),
-                           pool.map(lambda u: logs_in(connection, u, found[u.name] or ""), checkable), strict=True))
+        return dict(zip((u.name for u in checkable),
+                        pool.map(lambda u: logs_in(connection, u, found[u.name] or ""), checkable), strict=True))
+
+
+def with_logins(observed: ClusterState, results: Mapping[str, bool]) -> ClusterState:
+    """`observed` with each existing user's login result as its `password_ok`."""
+    if not results:
+        return observed
     return dataclasses.replace(observed, users={
         name: dataclasses.replace(state, password_ok=results.get(name)) for name, state in observed.users.items()})

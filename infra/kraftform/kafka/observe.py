@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +55,11 @@ class Observation:
     skipped_acls: int = 0
 
 
-def _topics(admin: Admin, only: Collection[str] | None) -> tuple[dict[str, TopicState], dict[str, str]]:
+def _topics(admin: Admin, only: Collection[str] | None, configs_of: Callable[[str], bool] | None = None
+            ) -> tuple[dict[str, TopicState], dict[str, str]]:
+    """Every topic's shape and, of those `configs_of` accepts (all by default), its settings: a plan reads the
+    settings of the topics it manages, not of the thousands beside them it leaves alone. One topic is read even
+    when none is accepted, for the brokers' topic defaults it reports."""
     # Metadata names one topic or all of them: a few topics are read one request each, more in one request.
     wanted = None if only is None else set(only)
     if wanted is not None and len(wanted) <= SINGLE_TOPIC_READS:
@@ -71,8 +75,11 @@ def _topics(admin: Admin, only: Collection[str] | None) -> tuple[dict[str, Topic
         replication = Counter(len(r) for r in assignment).most_common(1)[0][0] if assignment else 0
         shapes[name] = (len(assignment), replication, assignment)
     overrides: dict[str, dict[str, str]] = {name: {} for name in shapes}
+    read = sorted(shapes) if configs_of is None else sorted(n for n in shapes if configs_of(n))
+    if not read and shapes:
+        read = [min(shapes)]
     defaults: dict[str, str] = {}
-    for batch in batches(sorted(shapes), CONFIG_BATCH):
+    for batch in batches(read, CONFIG_BATCH):
         admin.requests["DescribeConfigs"] += 1
         futures = admin.client.describe_configs([ConfigResource(ResourceType.TOPIC, n) for n in batch],
                                                 request_timeout=TIMEOUT)
@@ -201,19 +208,21 @@ def _kafka_reason(exc: PyKafkaError) -> str:
 
 def observe(connection: Connection, topics_only: Collection[str] | None = None,
             admin: Admin | None = None, broker_keys: Collection[str] = (),
-            features: Mapping[str, int] | None = None, groups: Collection[str] = ()) -> Observation:
+            features: Mapping[str, int] | None = None, groups: Collection[str] = (),
+            topic_configs_of: Callable[[str], bool] | None = None) -> Observation:
     """The whole cluster, in bulk; with `topics_only`, just those topics and the brokers (no ACLs, users,
     quotas or broker settings): what a caller that manages only those topics needs, in requests that do not
     grow with the cluster (a Pulumi topic resource reads its own topic, not every topic's configs). Broker
     settings: what each broker has set dynamically, and its effective value of `broker_keys`. `features`: the
     declared levels, each one that differs asked of Kafka with a validate-only UpdateFeatures (what it would
     refuse, and why, is in the plan before anything is sent). `groups`: the declared groups, whose settings
-    (GROUP resources) are read; no other group's are."""
+    (GROUP resources) are read; no other group's are. `topic_configs_of`: the topics whose settings are read
+    (the rest are seen with no settings: a plan leaves them alone); all by default."""
     admin = admin or Admin(connection)  # a caller's client, already logged in, saves a TLS+SCRAM session
     admin.requests["DescribeCluster"] += 1
     cluster = admin.wait(admin.client.describe_cluster(request_timeout=TIMEOUT), "describe the cluster")
     brokers = {node.id: node.rack for node in cluster.nodes}
-    topics, defaults = _topics(admin, topics_only)
+    topics, defaults = _topics(admin, topics_only, topic_configs_of)
     if topics_only is not None:
         return Observation(ClusterState(topics=topics, topic_defaults=defaults, brokers=brokers), admin.requests)
     acls, skipped = _acls(admin)

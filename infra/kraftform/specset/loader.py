@@ -16,26 +16,11 @@ from pathlib import Path
 from kraftform.errors import Location, Problem, SpecError, UsageError
 from kraftform.specset.build import build_specset
 from kraftform.specset.checks import Check, check_specset
+from kraftform.specset.files import spec_files
 from kraftform.specset.model import SpecSet
 from kraftform.specset.partial import SetAside, consequences_removed, valid_part
 from kraftform.specset.schema import schema_errors
 from kraftform.specset.yamlsource import SourceDoc, parse_yaml
-
-SPEC_SUFFIXES = (".yaml", ".yml")
-
-
-def spec_files(specs_dir: Path) -> list[Path]:
-    """YAML files below the directory, sorted, skipping hidden folders (such as .git)."""
-    return sorted(
-        p for p in specs_dir.rglob("*")
-        if p.suffix in SPEC_SUFFIXES and p.is_file()
-        and not any(part.startswith(".") for part in p.relative_to(specs_dir).parts)
-    )
-
-
-def spec_texts(specs_dir: Path) -> dict[str, str]:
-    """The spec files' text by path relative to the directory: what a consumer's container gets as its specs."""
-    return {str(p.relative_to(specs_dir)): p.read_text(encoding="utf-8") for p in spec_files(specs_dir)}
 
 
 def load_documents(specs_dir: Path) -> list[SourceDoc]:

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from kraftform.specset.loader import spec_texts
+from kraftform.specset.files import spec_texts
 from kraftform.verification import specsets
 from kraftform.verification.mutations import mutated_set
 from kraftform.verification.target import Target

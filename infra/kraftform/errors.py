@@ -10,6 +10,7 @@
     ├── KafkaRequestFailed         the cluster refused or failed a request (each resource's cause listed)
     ├── ClusterUnhealthy           the cluster, a container or a job is not in the state waited for in time
     ├── EnvironmentMissing         Java, Maven, Docker, debootstrap or a Kafka tool is missing or failed here
+    ├── StateCorrupted             a state file (the cluster's CA, its node records) is there but unreadable
     └── InternalError              a kraftform bug, not the user's doing
 
 Which of ConnectionFailed, AuthenticationFailed, AuthorizationDenied and KafkaRequestFailed an Admin error is
@@ -86,6 +87,11 @@ class ClusterUnhealthy(KraftformError):
 class EnvironmentMissing(KraftformError):
     """Something kraftform runs is missing or failed on this machine: Java, Maven, Docker, debootstrap, a
     Kafka tool. `bash scripts/setup` installs all of them."""
+
+
+class StateCorrupted(KraftformError):
+    """A state file kraftform wrote (a cluster's CA, its node records) is there but cannot be read: it was
+    damaged from outside, since kraftform writes each one atomically. Nothing is started afresh over it."""
 
 
 class InternalError(KraftformError):

@@ -35,7 +35,8 @@ from kraftform.kafka.admin import Admin, batches
 from kraftform.runtime.deployment import admin_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere
-from tests.bench.bench_reconcile import CLUSTER, write_specs
+from kraftform.verification.performance import wait_quiet
+from tests.bench.bench_reconcile import CLUSTER, wait_for_replicas, write_specs
 from tests.bench.clusters import bench_cluster
 
 TERRAFORM_PLAN_S, TERRAFORM_APPLY_S = 6.51, 233.0
@@ -95,12 +96,21 @@ def main() -> None:
     write_specs(specs, args.topics)
     with bench_cluster(CLUSTER, args.state_dir or work / "cluster") as state_dir:
         other_tools_topics(state_dir, args.topics)
+        # The other tool's topics settled (every replica on the brokers' disks, the load back down) before the
+        # first figure: what a user's cluster looks like between deployments.
+        wait_for_replicas(state_dir, "other.", args.topics * 3)
+        print(f"waited {wait_quiet(600, 1.5):.0f} s for the load to settle (1-minute load {os.getloadavg()[0]:.1f})",
+              flush=True)
+        load_before = os.getloadavg()[0]
         apply_s, log = run(state_dir, "apply", str(specs), "--auto-approve")
+        print(f"apply started at load {load_before:.1f}", flush=True)
         for line in log.splitlines():
             if ": done in " in line or line.startswith(("observed", "waited")):
                 print(f"apply: {line.strip()}", flush=True)
         print(f"apply of {args.topics} topics and ACLs: {apply_s:.2f} s (Terraform's: {TERRAFORM_APPLY_S:.0f} s, "
               f"{TERRAFORM_APPLY_S / apply_s:.0f}x)", flush=True)
+        wait_for_replicas(state_dir, "bench.", args.topics * 3)
+        print(f"waited {wait_quiet(600, 1.5):.0f} s for the load to settle again", flush=True)
         results: dict[str, list[tuple[float, dict[str, float]]]] = {"cached specs": [], "specs validated": []}
         run(state_dir, "plan", str(specs))  # warms the cache and the page cache
         for _ in range(args.rounds):

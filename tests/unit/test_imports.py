@@ -70,7 +70,7 @@ def test_every_module_imports_on_its_own_in_a_fresh_interpreter() -> None:
 #: (`specset`) sits just above the base modules, so reading specs never pulls in Spark, Kafka or Docker; Spark's
 #: rules join the model's in `declared`; only `runtime` and `pulumi` start things; the CLI is the top.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "units", "versions", "waiting", "subprocesses", "tables", "definitions"}),
+    frozenset({"errors", "units", "versions", "waiting", "subprocesses", "statefiles", "tables", "definitions"}),
     frozenset({"specset"}),
     frozenset({"cluster", "lint", "monitoring"}),
     frozenset({"artifacts", "plan"}),

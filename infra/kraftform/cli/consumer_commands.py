@@ -7,18 +7,20 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftform.cli.cluster_commands import DEFAULT_STATE
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.cluster.connection import Connection, read_connection
 from kraftform.declared import load_specs
 from kraftform.errors import UsageError
-from kraftform.spark.manifest import JobManifest, read_manifest
-from kraftform.spark.settings import JobSettings, job_settings
 from kraftform.specset.model import ConsumerSpec, SpecSet
 
 DEFAULT_DATA = ".state/consumers"
+
+if TYPE_CHECKING:  # Spark's settings and SQL analysis load only for the consumer commands
+    from kraftform.spark.manifest import JobManifest
+    from kraftform.spark.settings import JobSettings
 
 
 def register(sub: Any) -> None:
@@ -120,6 +122,8 @@ def _as_consumer(cluster: Connection, specs: SpecSet, consumer: ConsumerSpec) ->
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from kraftform.spark.settings import job_settings
+
     specs = load_specs(args.specs_dir)
     for c in specs.consumers:
         settings = job_settings(c, specs)
@@ -135,6 +139,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _manifest(path: Path) -> JobManifest:
+    from kraftform.spark.manifest import read_manifest
+
     try:
         return read_manifest(path.read_text(), str(path))
     except OSError as exc:
@@ -144,6 +150,8 @@ def _manifest(path: Path) -> JobManifest:
 def _job(args: argparse.Namespace) -> tuple[ConsumerSpec, JobSettings, Connection, bool]:
     """The consumer, its settings, its login and whether a state reset is allowed: from the specs, or from a
     job manifest and the consumer's own client config (a container's)."""
+    from kraftform.spark.settings import job_settings
+
     if args.job is None:
         specs = load_specs(args.specs_dir)
         consumer = _consumer(specs, args.name)

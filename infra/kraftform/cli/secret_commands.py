@@ -18,8 +18,8 @@ from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.declared import load_specs
 from kraftform.errors import UsageError
 from kraftform.kafka.credentials import read_secret
-from kraftform.runtime.deployment import write_client_files, write_private
 from kraftform.specset.model import UserSpec
+from kraftform.statefiles import PRIVATE, write_atomic
 
 WHERE = {"env": "environment variable", "file": "file", "pulumi_config": "Pulumi config secret"}
 
@@ -110,7 +110,7 @@ def _example_env(target: Path, users: list[UserSpec]) -> int:
                 kept[name] = value
     new = [u.password.name for u in users if u.password.name not in kept]
     made = {name: secrets.token_urlsafe(18) for name in new}
-    write_private(target, "".join(f"export {name}={value}\n" for name, value in {**kept, **made}.items()))
+    write_atomic(target, "".join(f"export {name}={value}\n" for name, value in {**kept, **made}.items()), PRIVATE)
     print(f"{target}: {len(users)} password(s), {len(new)} new")
     return 0
 
@@ -132,6 +132,8 @@ def cmd_client_files(args: argparse.Namespace) -> int:
         raise UsageError(f"{source}: no adminConnection and caCertificate outputs (is this a kraftform stack, "
                          f"after `pulumi up`?)")
     try:
+        from kraftform.runtime.deployment import write_client_files
+
         write_client_files(args.state_dir, admin["bootstrapServers"], admin["username"], admin["password"],
                            admin["saslMechanism"], outputs["caCertificate"])
     except KeyError as exc:

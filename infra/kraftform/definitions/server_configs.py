@@ -37,6 +37,9 @@ OWNED = {
 }
 _OWNED_PREFIXES = ("ssl.", "listener.name.", "sasl.", "config.providers.")
 
+#: The brokers' replication throttle rates, set by kraftform only while replicas move (`kafka/apply.py`).
+THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+
 
 @dataclass(frozen=True)
 class ConfigDef:

@@ -20,6 +20,9 @@ ConfigType = Literal["int", "long", "double", "bool", "enum", "list", "string"]
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
 
+#: A topic's throttled replicas, set by kraftform only while its replicas move (`kafka/apply.py`).
+THROTTLED_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+
 
 @dataclass(frozen=True)
 class ConfigKey:

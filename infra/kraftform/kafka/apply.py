@@ -42,6 +42,8 @@ from confluent_kafka.admin import (
 from confluent_kafka.cimpl import NewTopic
 
 from kraftform.cluster.connection import Connection
+from kraftform.definitions.server_configs import THROTTLE_RATES
+from kraftform.definitions.topic_configs import THROTTLED_REPLICAS
 from kraftform.errors import (
     InternalError,
     KafkaRequestFailed,
@@ -86,8 +88,6 @@ BATCH = 500
 TOPIC_RECORDS = 9000
 WRITE_TIMEOUT = 120.0
 RETRIES = 3
-THROTTLED_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
-THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 
 _RESOURCE_TYPES = {name: kind for kind, name in RESOURCE_TYPES.items()}
 _PATTERNS = {name: kind for kind, name in PATTERN_TYPES.items()}
@@ -315,11 +315,19 @@ class Applier:
             targets.update({TopicPartition(c.resource, p): list(replicas) for p, replicas in enumerate(move.target)})
         topics = sorted({c.resource for c in changes})
         rate = str(self.options.throttle_bytes_per_s)
-        # Throttle only the moving topics' replication, at a cluster-wide rate, while replicas copy.
-        self._broker_throttle(brokers, rate)
-        self._alter_configs(ResourceType.TOPIC, {t: [
-            ConfigEntry(k, "*", incremental_operation=AlterConfigOpType.SET) for k in THROTTLED_REPLICAS]
-            for t in topics}, "throttle topics")
+        # Throttle only the moving topics' replication, at a cluster-wide rate, while replicas copy; the throttles
+        # go on every way out (a refused batch, a timeout, Ctrl-C). Only a SIGKILL leaves them, and the next plan
+        # shows them as drift to remove.
+        try:
+            self._broker_throttle(brokers, rate)
+            self._alter_configs(ResourceType.TOPIC, {t: [
+                ConfigEntry(k, "*", incremental_operation=AlterConfigOpType.SET) for k in THROTTLED_REPLICAS]
+                for t in topics}, "throttle topics")
+            self._reassign(targets)
+        finally:
+            self._unthrottle(topics, brokers)
+
+    def _reassign(self, targets: dict[Any, list[int]]) -> None:
         with kafka_python_admin(self.connection, self.admin.requests) as client:
             self.admin.requests["AlterPartitionReassignments"] += 1
             errors = {tp: e for tp, e in client.alter_partition_reassignments(targets).items() if e is not None}
@@ -336,10 +344,16 @@ class Applier:
                                  f"run apply again later")
 
             poll("the replica reassignment", self.options.reassignment_timeout_s, settled, interval=1.0)
-        self._alter_configs(ResourceType.TOPIC, {t: [
-            ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in THROTTLED_REPLICAS]
-            for t in topics}, "remove topic throttles")
-        self._broker_throttle(brokers, None)
+
+    def _unthrottle(self, topics: list[str], brokers: set[int]) -> None:
+        """Both kinds of throttle removed, each attempted even when the other fails (a failure is listed with
+        the apply's failures, and the next plan shows what is left)."""
+        try:
+            self._alter_configs(ResourceType.TOPIC, {t: [
+                ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in THROTTLED_REPLICAS]
+                for t in topics}, "remove topic throttles")
+        finally:
+            self._broker_throttle(brokers, None)
 
     def _broker_throttle(self, brokers: set[int], rate: str | None) -> None:
         """Set (or with None remove) the replication throttle rate on every broker: broker configs go to

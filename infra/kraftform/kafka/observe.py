@@ -31,7 +31,6 @@ from confluent_kafka.admin import (
 
 from kraftform.cluster.connection import Connection
 from kraftform.kafka.admin import TIMEOUT, Admin, Requests, batches, kafka_python_admin
-from kraftform.kafka.kafka_python import KafkaError as PyKafkaError
 from kraftform.kafka.quotas import describe_quotas
 from kraftform.plan.state import ClusterState, TopicState, UserState
 from kraftform.specset.model import AclBinding
@@ -182,6 +181,8 @@ def _feature_verdicts(client: Any, admin: Admin, declared: Mapping[str, int],
     """Kafka's answer to moving each declared feature that differs, asked with validate_only (nothing changes),
     one request per feature (Kafka fails a whole request for one refused feature). A login that may not alter
     the cluster gets no verdicts: the plan then judges by its own rules."""
+    from kraftform.kafka.kafka_python import KafkaError as PyKafkaError
+
     verdicts: dict[str, str] = {}
     for name, level in declared.items():
         now = finalised.get(name, 0)
@@ -197,7 +198,7 @@ def _feature_verdicts(client: Any, admin: Admin, declared: Mapping[str, int],
     return {name: said for name, said in verdicts.items() if "AUTHORIZATION" not in said.upper()}
 
 
-def _kafka_reason(exc: PyKafkaError) -> str:
+def _kafka_reason(exc: Exception) -> str:
     """The broker's own error message out of kafka-python's exception text (which also dumps the request)."""
     found = re.search(r"error_message=(['\"])(.*?)\1\)", str(exc))
     if found is None:

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from kraftform.errors import KafkaRequestFailed
-from kraftform.kafka.kafka_python import AlterClientQuotasRequest, DescribeClientQuotasRequest, for_code
 from kraftform.specset.model import DEFAULT_ENTITY, QuotaEntity
 
 #: kraftform's entity fields <-> Kafka's entity types.
@@ -29,6 +28,8 @@ def _entity(parts: list[Any]) -> QuotaEntity:
 
 def describe_quotas(client: Any) -> dict[QuotaEntity, dict[str, float]]:
     """Every quota entity on the cluster with its values, from one request."""
+    from kraftform.kafka.kafka_python import DescribeClientQuotasRequest, for_code  # kafka-python: when used
+
     response = _send(client, DescribeClientQuotasRequest(components=[], strict=False))
     if response.error_code:
         raise KafkaRequestFailed(f"DescribeClientQuotas failed: {for_code(response.error_code).__name__}: "
@@ -38,6 +39,8 @@ def describe_quotas(client: Any) -> dict[QuotaEntity, dict[str, float]]:
 
 def alter_quotas(client: Any, changes: Mapping[QuotaEntity, Mapping[str, float | None]]) -> None:
     """Set (a value) or remove (None) quota keys, for all entities in one request."""
+    from kraftform.kafka.kafka_python import AlterClientQuotasRequest, for_code
+
     entry, entity_data, op = (AlterClientQuotasRequest.EntryData, AlterClientQuotasRequest.EntryData.EntityData,
                               AlterClientQuotasRequest.EntryData.OpData)
     entries = []

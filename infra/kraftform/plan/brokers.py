@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from kraftform.definitions.features import RELEASE_FEATURES
-from kraftform.definitions.server_configs import check_setting, definition
+from kraftform.definitions.server_configs import THROTTLE_RATES, check_setting, definition
 from kraftform.plan.changes import Action, BrokerSetting, Change, FeatureLevel, Kind, Safety
 from kraftform.plan.diff import classify_config_change
 from kraftform.plan.specdiff import UNSET
@@ -22,6 +22,10 @@ from kraftform.specset.model import ClusterSpec
 
 #: How a node change takes effect, in the plan's words. None of it goes through the Admin protocol.
 NODE_WORK = "node work (kraftform cannot do it through --command-config)"
+
+#: Why a replication throttle rate nobody declares is removed.
+LEFT_THROTTLE = ("a replication throttle an interrupted replica move left behind (kraftform removes its throttles "
+                 "when a move ends): removed")
 
 
 def node_changes(cluster: ClusterSpec, observed: ClusterState) -> list[Change]:
@@ -122,8 +126,9 @@ def broker_setting_changes(declared: Mapping[str, str], observed: ClusterState) 
             # One a spec could declare: a setting kraftform derives from elsewhere, or refuses (a secret), is
             # another field's business.
             if key not in declared and check_setting(key, value) is None:
-                safety, why = _safety(key, value, None, "set on this broker behind the specs' back: removed, the "
-                                                        "broker falls back to its own setting")
+                safety, why = _safety(key, value, None, LEFT_THROTTLE if key in THROTTLE_RATES else
+                                      "set on this broker behind the specs' back: removed, the broker falls back "
+                                      "to its own setting")
                 changes.append(Change(Action.DELETE, Kind.BROKER_CONFIG, f"broker {broker}",
                                       Safety.DISRUPTIVE if safety is Safety.SAFE else safety, why, key, value, None,
                                       BrokerSetting(broker, None)))

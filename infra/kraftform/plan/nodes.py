@@ -13,12 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from kraftform.cluster.render import RenderedNode
 from kraftform.cluster.topology import Node
 
 #: Settings whose values are long lists; a plan shows that they changed, not both lists in full.
 _LONG = 80
+
+if TYPE_CHECKING:  # rendering makes certificates (cryptography): a plan only compares what was rendered
+    from kraftform.cluster.render import RenderedNode
 
 
 class Step(StrEnum):

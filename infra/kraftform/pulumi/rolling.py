@@ -48,9 +48,15 @@ def revision(spec: ContainerSpec, image_id: str) -> str:
     return hashlib.sha256(repr((spec, image_id)).encode()).hexdigest()[:16]
 
 
+def node_id(value: Any) -> int:
+    """A node id as the engine hands it back: the engine sends a dynamic provider's numbers as floats (1004.0),
+    and `str()` of one is no id Kafka's tools take."""
+    return int(float(value))
+
+
 def _node(props: dict[str, Any]) -> Node:
     roles: tuple[Role, ...] = tuple(props["roles"])
-    return Node(int(props["node_id"]), props["node"], roles)
+    return Node(node_id(props["node_id"]), props["node"], roles)
 
 
 def _last_error(container: str) -> str:
@@ -109,7 +115,7 @@ class PartitionsProvider(ResourceProvider):
         return CreateResult("partitions", props)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        leaving = {int(b) for b in olds.get("brokers", [])} - {int(b) for b in news["brokers"]}
+        leaving = {node_id(b) for b in olds.get("brokers", [])} - {node_id(b) for b in news["brokers"]}
         with connection_of(news) as connection:
             rebalance(connection, leaving, RollOptions(throttle_bytes_per_s=int(news["throttle"])), lambda _m: None)
         return UpdateResult(news)
@@ -147,7 +153,7 @@ class MembershipProvider(ResourceProvider):
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         with connection_of(props) as connection, _admin_properties(connection) as config:
-            node = str(props["node_id"])
+            node = str(node_id(props["node_id"]))
             directory = gates.read_quorum(connection).directories.get(int(node)) if props.get("controller") else None
             if directory is not None:
                 tool, args = METADATA_QUORUM, ["--bootstrap-server", connection.bootstrap, "--command-config", config,

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from kraftform.cluster.topology import Topology
 from kraftform.errors import UsageError
 from kraftform.plan.nodes import NodePlan, RunningNode
 from kraftform.specset.model import ClusterSpec
+from kraftform.statefiles import PRIVATE, read_json, write_atomic
 
 STATE_FILE = "cluster.json"
 SECRETS_FILE = "secrets.json"
@@ -91,7 +91,7 @@ def load_secrets(state_dir: Path) -> ClusterSecrets:
         raise UsageError(f"{state_dir}: no {SECRETS_FILE}: this cluster was started by an earlier kraftform that "
                          f"did not keep its CA, so no node can be added or given a new configuration; replace the "
                          f"cluster to manage its nodes")
-    return secrets_from_dict(json.loads(path.read_text()))
+    return secrets_from_dict(read_json(path, "the cluster's CA, node keys and passwords"))
 
 
 def grown_secrets(state_dir: Path, topo: Topology, addr: Addressing, keep_new_keys: bool) -> ClusterSecrets:
@@ -105,24 +105,19 @@ def grown_secrets(state_dir: Path, topo: Topology, addr: Addressing, keep_new_ke
 
 
 def write_private(path: Path, content: str) -> None:
-    """Create or replace a file readable only by its owner, without a window where it is wider."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(content)
-    os.chmod(path, 0o600)
+    """Create or replace a file readable only by its owner, without a window where it is wider, atomically."""
+    write_atomic(path, content, PRIVATE)
 
 
 def save(state_dir: Path, deployment: Deployment) -> None:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    (state_dir / STATE_FILE).write_text(json.dumps(asdict(deployment), indent=2) + "\n")
+    write_atomic(state_dir / STATE_FILE, json.dumps(asdict(deployment), indent=2) + "\n")
 
 
 def load(state_dir: Path) -> Deployment:
     path = state_dir / STATE_FILE
     if not path.is_file():
         raise UsageError(f"{state_dir}: no cluster here (no {STATE_FILE}); start one with `kraftform cluster up`")
-    data = json.loads(path.read_text())
+    data = read_json(path, "the cluster's node records")
     data["nodes"] = [NodeRecord(**n) for n in data["nodes"]]
     data["previous"] = {k: NodeRecord(**n) for k, n in data.get("previous", {}).items()}
     return Deployment(**data)
@@ -180,7 +175,7 @@ def write_client_files(state_dir: Path, bootstrap: str, username: str, password:
                        ca_pem: str) -> Connection:
     state_dir.mkdir(parents=True, exist_ok=True)
     ca_path = state_dir / "ca.pem"
-    ca_path.write_text(ca_pem)
+    write_atomic(ca_path, ca_pem)
     auth = Connection.scram(bootstrap, username, password, mechanism, str(ca_path.resolve()))
     write_private(state_dir / "admin.properties", auth.java_properties())
     write_private(state_dir / "admin.librdkafka.conf", auth.librdkafka_conf())
@@ -205,7 +200,7 @@ def write_endpoints(state_dir: Path, endpoints: Mapping[str, tuple[str, str]]) -
     """Node name -> (roles, host:port) where its metrics are served, beside the client files."""
     listed = [{"node": name, "roles": roles, "address": address}
               for name, (roles, address) in sorted(endpoints.items())]
-    (state_dir / METRICS_ENDPOINTS).write_text(json.dumps(listed, indent=2) + "\n")
+    write_atomic(state_dir / METRICS_ENDPOINTS, json.dumps(listed, indent=2) + "\n")
 
 
 def admin_config(state_dir: Path) -> Connection:

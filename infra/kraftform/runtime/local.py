@@ -47,6 +47,7 @@ from kraftform.plan.nodes import NodePlan, node_plan
 from kraftform.runtime import class_archive
 from kraftform.runtime import deployment as dep
 from kraftform.specset.model import DEFAULT_BROKER_HEAP, DEFAULT_CONTROLLER_HEAP, ClusterSpec
+from kraftform.statefiles import write_atomic
 from kraftform.waiting import until
 
 FORMAT_TIMEOUT = 120
@@ -117,7 +118,7 @@ def claim_loopback_base(state_dir: Path, claims: Path = CLAIMS_DIR) -> str:
                   (f"{base}1.1", METRICS_PORT))
         if not any(listening(host, port) for host, port in probes) and _claim(claims / str(octet), state_dir):
             state_dir.mkdir(parents=True, exist_ok=True)
-            (state_dir / LOOPBACK_FILE).write_text(base + "\n")
+            write_atomic(state_dir / LOOPBACK_FILE, base + "\n")
             return base
     raise EnvironmentMissing(f"no free loopback range for another local cluster: all {RANGES} are held or have one "
                              f"listening (claims in {claims})")

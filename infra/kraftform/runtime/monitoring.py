@@ -30,6 +30,7 @@ from kraftform.monitoring.dashboard import dashboard
 from kraftform.monitoring.scrape import Endpoint, prometheus_config
 from kraftform.runtime.deployment import METRICS_ENDPOINTS, load
 from kraftform.specset.model import SpecSet
+from kraftform.statefiles import write_atomic
 from kraftform.waiting import until
 
 MONITORING_DIR = "monitoring"
@@ -110,7 +111,7 @@ def monitoring_up(specs: SpecSet, specs_dir: Path, state_dir: Path, data_dir: Pa
                              "--storage.tsdb.retention.time=7d", "--web.enable-lifecycle"], home / "prometheus.log")
     running = Running(prometheus_pid, f"http://{web}", exporter_pid, f"http://{exporter}/metrics",
                       str(home / "rules.yml"), str(home / "prometheus.yml"))
-    (home / RECORD).write_text(json.dumps(asdict(running), indent=2) + "\n")
+    write_atomic(home / RECORD, json.dumps(asdict(running), indent=2) + "\n")
     until("Prometheus to be ready", 60, lambda: _answers(f"{running.prometheus_url}/-/ready"))
     until("kraftform's exporter to answer", 60, lambda: _answers(running.exporter_url))
     return running

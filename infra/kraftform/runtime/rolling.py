@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,7 +27,7 @@ from kraftform.kafka.apply import Applier, ApplyOptions
 from kraftform.monitoring.status import Partition as ReadPartition
 from kraftform.plan.changes import Action, Change, Kind, Reassignment, Safety
 from kraftform.plan.nodes import NodePlan, NodeStep, Step, ordered, roll_order
-from kraftform.plan.placement import Partition, PlacementRefused, balance, drain
+from kraftform.plan.placement import Moves, PlacementRefused, target_assignment
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.tools import CLUSTER_TOOL, METADATA_QUORUM, run_kafka_tool
 from kraftform.specset.model import ClusterSpec
@@ -182,7 +182,7 @@ def _estimate(connection: Connection, work: ClusterWork) -> Moves | None:
         partitions = [p for p in gates.read_partitions(admin) if p.topic != "__cluster_metadata"]
     except KraftformError:  # an estimate, not a gate: the plan says the moves are computed when made
         return None
-    moves = target_assignment(partitions, racks, leaving)
+    moves = target_assignment(_assignment(partitions), racks, leaving)
     with contextlib.suppress(Exception):  # the sizes are a courtesy too
         moves.bytes_moved = sum(moves.sizes_of(gates.partition_sizes(connection)))
     return moves
@@ -319,42 +319,8 @@ def _mark_rebalance(state_dir: Path, pending: bool) -> None:
     dep.save(state_dir, deployment)
 
 
-@dataclass
-class Moves:
-    """A reassignment: per topic the full target, and what changes."""
-
-    targets: dict[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
-    replicas_moved: int = 0
-    leaders_changed: int = 0
-    partitions: int = 0
-    #: partition -> how many new replicas it gets (each a full copy).
-    copies: dict[Partition, int] = field(default_factory=dict)
-    bytes_moved: int = 0
-
-    def sizes_of(self, sizes: Mapping[Partition, int]) -> list[int]:
-        return [sizes.get(tp, 0) * count for tp, count in self.copies.items()]
-
-
-def target_assignment(partitions: list[ReadPartition], racks: Mapping[int, str | None],
-                      leaving: set[int]) -> Moves:
-    """Drain `leaving`, then balance over the rest. Pure; raises PlacementRefused."""
-    current: dict[Partition, tuple[int, ...]] = {(p.topic, p.partition): p.replicas for p in partitions}
-    drained = drain(current, racks, leaving) if leaving else dict(current)
-    staying = {b: r for b, r in racks.items() if b not in leaving}
-    balanced = balance(drained, staying)
-    moves = Moves()
-    changed = {tp for tp, replicas in balanced.items() if replicas != current[tp]}
-    for tp in changed:
-        added = len(set(balanced[tp]) - set(current[tp]))
-        moves.replicas_moved += added
-        moves.leaders_changed += balanced[tp][0] != current[tp][0]
-        if added:
-            moves.copies[tp] = added
-    moves.partitions = len(moves.copies)
-    for topic in sorted({tp[0] for tp in changed}):
-        count = 1 + max(p for t, p in balanced if t == topic)
-        moves.targets[topic] = tuple(balanced[(topic, p)] for p in range(count))
-    return moves
+def _assignment(partitions: list[ReadPartition]) -> dict[tuple[str, int], tuple[int, ...]]:
+    return {(p.topic, p.partition): p.replicas for p in partitions}
 
 
 def rebalance(connection: Connection, leaving: set[int], options: RollOptions, progress: Progress) -> None:
@@ -366,7 +332,7 @@ def rebalance(connection: Connection, leaving: set[int], options: RollOptions, p
     racks.update(dict.fromkeys(leaving - set(racks)))  # a leaving broker already stopped: its replicas move too
     partitions = [p for p in gates.read_partitions(admin) if p.topic != "__cluster_metadata"]
     try:
-        moves = target_assignment(partitions, racks, leaving)
+        moves = target_assignment(_assignment(partitions), racks, leaving)
     except PlacementRefused as exc:
         raise PlanRefusedError(f"the brokers cannot be removed: {exc}; nothing was moved") from None
     if moves.targets:

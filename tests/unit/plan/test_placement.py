@@ -107,3 +107,116 @@ def test_balance_gives_a_new_broker_its_share_of_every_topic_not_only_of_the_che
         assert max(load.values()) - min(load.values()) <= 1, (topic, load)
     total = Counter(b for r in after.values() for b in r)
     assert max(total.values()) - min(total.values()) <= 1, total
+
+
+# --- properties of drain and balance, on layouts hypothesis draws ----------------------------------------
+
+
+from kraftform.plan.placement import target_assignment  # noqa: E402
+
+
+@st.composite
+def layouts(draw: st.DrawFn, racked: bool, rack_rf: int = 3
+            ) -> tuple[dict[tuple[str, int], tuple[int, ...]], dict[int, str | None]]:
+    """A cluster of 3-9 brokers (in 3 racks of equal size, or none) and up to 6 topics of up to 12 partitions,
+    each partition's replicas on distinct brokers (when racked, `rack_rf` of them in distinct racks), placed
+    anywhere."""
+    per_rack = draw(st.integers(1, 3))
+    brokers: dict[int, str | None] = {b: ("a", "b", "c")[(b - 1) % 3] if racked else None
+                                      for b in range(1, 3 * per_rack + 1)}
+    layout = {}
+    for t in range(draw(st.integers(1, 6))):
+        rf = 3 if racked else draw(st.integers(1, min(3, len(brokers))))
+        for p in range(draw(st.integers(1, 12))):
+            if racked:
+                replicas = tuple(draw(st.sampled_from([b for b in brokers if brokers[b] == rack]))
+                                 for rack in draw(st.permutations(["a", "b", "c"]))[:rack_rf])
+            else:
+                replicas = tuple(draw(st.permutations(sorted(brokers)))[:rf])
+            layout[(f"t{t}", p)] = replicas
+    return layout, brokers
+
+
+def _load(layout: dict[tuple[str, int], tuple[int, ...]], brokers: dict[int, str | None],
+          topic: str | None = None) -> Counter[int]:
+    return Counter({b: 0 for b in brokers} | Counter(b for tp, r in layout.items() if topic in (None, tp[0])
+                                                     for b in r))
+
+
+def _kept_shape(before: dict[tuple[str, int], tuple[int, ...]], after: dict[tuple[str, int], tuple[int, ...]],
+                brokers: dict[int, str | None]) -> None:
+    assert after.keys() == before.keys()
+    for tp, replicas in after.items():
+        assert len(replicas) == len(before[tp]) == len(set(replicas))
+        assert spread(replicas, brokers) >= spread(before[tp], brokers)
+
+
+def _leaders_even_where_the_replicas_allow(layout: dict[tuple[str, int], tuple[int, ...]],
+                                           brokers: dict[int, str | None]) -> None:
+    leaders = Counter({b: 0 for b in brokers} | Counter(r[0] for r in layout.values()))
+    assert not [tp for tp, r in layout.items() if any(leaders[r[0]] - leaders[f] >= 2 for f in r[1:])]
+
+
+@given(layouts(racked=False), st.integers(1, 3))
+def test_without_racks_every_topic_and_every_broker_ends_within_one(
+        drawn: tuple[dict[tuple[str, int], tuple[int, ...]], dict[int, str | None]], added: int) -> None:
+    layout, brokers = drawn
+    grown = {**brokers, **{max(brokers) + i: None for i in range(1, added + 1)}}
+    after = balance(layout, grown)
+    _kept_shape(layout, after, grown)
+    for topic in {t for t, _ in layout}:
+        load = _load(after, grown, topic)
+        assert max(load.values()) - min(load.values()) <= 1, (topic, load)
+    total = _load(after, grown)
+    assert max(total.values()) - min(total.values()) <= 1, total
+    _leaders_even_where_the_replicas_allow(after, grown)
+    assert balance(after, grown) == after  # a balanced layout moves nothing
+
+
+@given(layouts(racked=True), st.integers(0, 1))
+def test_with_racks_each_rack_ends_within_one_and_spreads_never_narrow(
+        drawn: tuple[dict[tuple[str, int], tuple[int, ...]], dict[int, str | None]], added: int) -> None:
+    layout, brokers = drawn
+    grown = {**brokers, **{max(brokers) + i: ("a", "b", "c")[i - 1] for i in range(1, 3 * added + 1)}}
+    after = balance(layout, grown)
+    _kept_shape(layout, after, grown)
+    assert all(spread(r, grown) == 3 for r in after.values())
+    for rack in ("a", "b", "c"):
+        members = [b for b in grown if grown[b] == rack]
+        for topic in [None, *{t for t, _ in layout}]:
+            load = _load(after, grown, topic)
+            assert max(load[b] for b in members) - min(load[b] for b in members) <= 1, (rack, topic, load)
+    _leaders_even_where_the_replicas_allow(after, grown)
+    assert balance(after, grown) == after
+
+
+@given(layouts(racked=True))
+def test_draining_a_rack_member_moves_only_its_replicas_off_and_keeps_one_per_rack(
+        drawn: tuple[dict[tuple[str, int], tuple[int, ...]], dict[int, str | None]]) -> None:
+    layout, brokers = drawn
+    grown = {**brokers, **{max(brokers) + i: ("a", "b", "c")[i - 1] for i in range(1, 4)}}
+    spread_out = balance(layout, grown)
+    leaving = {max(grown)}
+    after = drain(spread_out, grown, leaving)
+    _kept_shape(spread_out, after, grown)
+    for tp, replicas in after.items():
+        assert not leaving & set(replicas)
+        # Only the leaving broker's replica moved: as many new replicas as it held of this partition.
+        assert len(set(replicas) - set(spread_out[tp])) == len(leaving & set(spread_out[tp]))
+        if spread_out[tp][0] not in leaving:
+            assert replicas[0] == spread_out[tp][0]  # the preferred leader stays unless it leaves
+    moves = target_assignment(spread_out, grown, leaving)
+    assert all(not leaving & set(r) for target in moves.targets.values() for r in target)
+
+
+@given(layouts(racked=True, rack_rf=2), st.integers(0, 1))
+def test_replicas_that_may_cross_racks_never_narrow_a_partitions_spread(
+        drawn: tuple[dict[tuple[str, int], tuple[int, ...]], dict[int, str | None]], added: int) -> None:
+    """Two replicas in three racks: moves across racks are allowed, and none may put both in one rack."""
+    layout, brokers = drawn
+    grown = {**brokers, **{max(brokers) + i: ("a", "b", "c")[i - 1] for i in range(1, 3 * added + 1)}}
+    after = balance(layout, grown)
+    _kept_shape(layout, after, grown)
+    assert all(spread(r, grown) == 2 for r in after.values())
+    _leaders_even_where_the_replicas_allow(after, grown)
+    assert balance(after, grown) == after

@@ -20,6 +20,7 @@ from kraftform.errors import ClusterUnhealthy, PlanRefusedError, UsageError
 from kraftform.kafka.apply import ApplyOptions, check_applicable
 from kraftform.kafka.reconcile import LivePlan, apply_cluster, plan_cluster
 from kraftform.plan.changes import Plan, Safety
+from kraftform.plan.nodes import Step, unprotected_note
 from kraftform.plan.render import RENDERERS, render_text, summary
 from kraftform.specset.model import ClusterSpec, Security, SpecSet, named_groups
 from kraftform.units import parse_rate
@@ -54,6 +55,9 @@ def register(sub: Any) -> None:
                         "brokers and their data)")
     p.add_argument("--node-timeout", type=float, default=300.0, metavar="SECONDS",
                    help="how long a restarted or added node may take to be back, the cluster whole (default 300)")
+    p.add_argument("--stop-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="how long a node waits until it may stop: no partition it is in the ISR of at "
+                        "min.insync.replicas, the other voters a caught-up majority (default 300)")
     p.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
     p.add_argument("--throttle", default="50MiB/s", metavar="RATE",
                    help="replication throttle while replicas move (default 50MiB/s)")
@@ -118,7 +122,11 @@ def _target(args: argparse.Namespace, specs: SpecSet) -> Target:
     connection, runtime = admin_config(args.state_dir), cast("Nodes", runtime_of(args.state_dir))
     live = _planned(connection, specs)
     work = cluster_work(runtime, specs.cluster, connection)
-    return Target(connection, live, live.plan.with_node_work(work.changes(specs.cluster)), runtime, work)
+    plan = live.plan.with_node_work(work.changes(specs.cluster))
+    rolls_brokers = any(s.step is Step.RESTART and s.node.is_broker for s in work.steps)
+    unsafe = unprotected_note(live.observation.state) if rolls_brokers else ""
+    plan = dataclasses.replace(plan, notes=(*plan.notes, unsafe)) if unsafe else plan
+    return Target(connection, live, plan, runtime, work)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -193,7 +201,8 @@ def _apply_with_nodes(args: argparse.Namespace, specs: SpecSet, target: Target, 
     assert target.runtime is not None and target.work is not None
     if target.work.to_do:
         carry_out(target.runtime, specs.cluster, target.work, target.connection,
-                  RollOptions(node_timeout_s=args.node_timeout, throttle_bytes_per_s=options.throttle_bytes_per_s,
+                  RollOptions(node_timeout_s=args.node_timeout, gate_timeout_s=args.stop_timeout,
+                              throttle_bytes_per_s=options.throttle_bytes_per_s,
                               purge_removed=args.allow_destructive), _progress)
     connection = admin_config(args.state_dir)  # the client files list the brokers that run now
     live = _planned(connection, specs)

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from kraftform.cluster.topology import Node
+from kraftform.plan.state import ClusterState
 
 #: Settings whose values are long lists; a plan shows that they changed, not both lists in full.
 _LONG = 80
@@ -166,3 +167,29 @@ def ordered(plan: NodePlan, active_controller: int | None) -> tuple[NodeStep, ..
     return (plan.of(Step.ADD) + roll_order(plan.of(Step.RESTART), active_controller)
             + tuple(sorted(plan.of(Step.REMOVE), key=lambda s: s.node.node_id)))
 
+
+
+def unprotected(state: ClusterState) -> list[str]:
+    """Topics no roll can keep writable for acks=all producers: with min.insync.replicas at or above their
+    replication factor, the restart of any broker holding one of their replicas takes them below it, so the
+    may-stop gate leaves them out (as Strimzi's does) instead of waiting forever. Each named with the reason. Of
+    the topics whose settings were read (those a plan manages) and every topic with one replica."""
+    found = []
+    for name, topic in sorted(state.topics.items()):
+        if name.startswith("__"):
+            continue
+        minimum = int(topic.config.get("min.insync.replicas") or state.default_of("min.insync.replicas") or 1)
+        if minimum >= topic.replication_factor:
+            found.append(f"{name} (replicas {topic.replication_factor}, min.insync.replicas {minimum})")
+    return found
+
+
+def unprotected_note(state: ClusterState) -> str:
+    """The plan's note naming them, when a roll is planned; "" when there are none."""
+    found = unprotected(state)
+    if not found:
+        return ""
+    shown = ", ".join(found[:10]) + (f" and {len(found) - 10} more" if len(found) > 10 else "")
+    return (f"{len(found)} topic(s) unprotected during the roll: min.insync.replicas is not below their replicas, "
+            f"so acks=all writes to them fail while a broker holding one of their replicas restarts, and the gate "
+            f"cannot wait for them: {shown}")

@@ -10,7 +10,8 @@ from kraftform.cluster.containers import docker_addressing
 from kraftform.cluster.render import ClusterSecrets, RenderedNode, make_secrets, render_cluster
 from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
-from kraftform.plan.nodes import RunningNode, Step, node_plan, ordered, roll_order
+from kraftform.plan.nodes import RunningNode, Step, node_plan, ordered, roll_order, unprotected, unprotected_note
+from kraftform.plan.state import ClusterState, TopicState
 from kraftform.specset.model import ClusterSpec
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -134,3 +135,18 @@ def test_a_new_cluster_is_formatted_at_the_declared_feature_levels_and_kraft_ver
     assert options[:6] == ("--release-version", "4.2", "--feature", "group.version=1", "--feature", "share.version=0")
     assert "kraft.version=1" not in " ".join(options)
     assert not any(o in ("--release-version", "--feature") for o in _rendered(CLUSTER)[0][0].format_options)
+
+
+def test_topics_a_roll_cannot_protect_are_named_with_their_reason() -> None:
+    state = ClusterState(topics={
+        "safe": TopicState("safe", 3, 3, {"min.insync.replicas": "2"}),
+        "single": TopicState("single", 1, 1),
+        "tight": TopicState("tight", 3, 2, {"min.insync.replicas": "2"}),
+        "by-default": TopicState("by-default", 1, 2),
+        "__consumer_offsets": TopicState("__consumer_offsets", 50, 1),
+    }, topic_defaults={"min.insync.replicas": "2"})
+    assert unprotected(state) == ["by-default (replicas 2, min.insync.replicas 2)",
+                                  "single (replicas 1, min.insync.replicas 2)",
+                                  "tight (replicas 2, min.insync.replicas 2)"]
+    assert unprotected_note(state).startswith("3 topic(s) unprotected during the roll")
+    assert unprotected_note(ClusterState(topics={"safe": state.topics["safe"]})) == ""

@@ -105,7 +105,8 @@ def main() -> None:
         apply_s, log = run(state_dir, "apply", str(specs), "--auto-approve")
         print(f"apply started at load {load_before:.1f}", flush=True)
         for line in log.splitlines():
-            if ": done in " in line or line.startswith(("observed", "waited")):
+            if ": done in " in line or "again" in line or line.startswith(
+                    ("observed", "waited", "waiting", "Applied", "read back", "timings")):
                 print(f"apply: {line.strip()}", flush=True)
         print(f"apply of {args.topics} topics and ACLs: {apply_s:.2f} s (Terraform's: {TERRAFORM_APPLY_S:.0f} s, "
               f"{TERRAFORM_APPLY_S / apply_s:.0f}x)", flush=True)

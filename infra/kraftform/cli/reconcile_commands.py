@@ -147,7 +147,10 @@ def _progress(message: str) -> None:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
+    started = time.monotonic()
     specs = load_specs(args.specs_dir)
+    if os.environ.get("KRAFTFORM_TIMINGS"):
+        print(f"timings: specs {time.monotonic() - started:.3f} s", file=sys.stderr)
     try:
         throttle = int(parse_rate(args.throttle))
     except ValueError as exc:

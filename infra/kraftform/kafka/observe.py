@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,7 @@ from kraftform.cluster.connection import Connection
 from kraftform.kafka.admin import TIMEOUT, Admin, Requests, batches, kafka_python_admin
 from kraftform.kafka.quotas import describe_quotas
 from kraftform.plan.state import ClusterState, TopicState, UserState
-from kraftform.specset.model import AclBinding
+from kraftform.specset.model import AclBinding, QuotaEntity
 
 #: Topics per DescribeConfigs request: large enough to keep requests few, small enough for any broker.
 CONFIG_BATCH = 1000
@@ -54,11 +55,24 @@ class Observation:
     skipped_acls: int = 0
 
 
-def _topics(admin: Admin, only: Collection[str] | None, configs_of: Callable[[str], bool] | None = None
-            ) -> tuple[dict[str, TopicState], dict[str, str]]:
+def _ask_configs(admin: Admin, names: Collection[str]) -> dict[str, Any]:
+    """DescribeConfigs of `names` sent (in batches), not awaited: topic name -> its future."""
+    asked: dict[str, Any] = {}
+    for batch in batches(sorted(names), CONFIG_BATCH):
+        admin.requests["DescribeConfigs"] += 1
+        futures = admin.client.describe_configs([ConfigResource(ResourceType.TOPIC, n) for n in batch],
+                                                request_timeout=TIMEOUT)
+        asked.update({resource.name: future for resource, future in futures.items()})
+    return asked
+
+
+def _topics(admin: Admin, only: Collection[str] | None, configs_of: Callable[[str], bool] | None = None,
+            known: Collection[str] = ()) -> tuple[dict[str, TopicState], dict[str, str]]:
     """Every topic's shape and, of those `configs_of` accepts (all by default), its settings: a plan reads the
     settings of the topics it manages, not of the thousands beside them it leaves alone. One topic is read even
-    when none is accepted, for the brokers' topic defaults it reports."""
+    when none is accepted, for the brokers' topic defaults it reports. The settings of `known` topics (the
+    declared ones) are asked for before the metadata answers, the other topics' once it has."""
+    early = _ask_configs(admin, known) if configs_of is not None and known else {}
     # Metadata names one topic or all of them: a few topics are read one request each, more in one request.
     wanted = None if only is None else set(only)
     if wanted is not None and len(wanted) <= SINGLE_TOPIC_READS:
@@ -73,30 +87,37 @@ def _topics(admin: Admin, only: Collection[str] | None, configs_of: Callable[[st
         # During a reassignment a partition lists old and new replicas; the usual count is the factor.
         replication = Counter(len(r) for r in assignment).most_common(1)[0][0] if assignment else 0
         shapes[name] = (len(assignment), replication, assignment)
-    overrides: dict[str, dict[str, str]] = {name: {} for name in shapes}
-    read = sorted(shapes) if configs_of is None else sorted(n for n in shapes if configs_of(n))
+    read = set(shapes) if configs_of is None else {n for n in shapes if configs_of(n)}
     if not read and shapes:
-        read = [min(shapes)]
+        read = {min(shapes)}
+    asked = {**early, **_ask_configs(admin, read - set(early))}
+    overrides: dict[str, dict[str, str]] = {name: {} for name in shapes}
     defaults: dict[str, str] = {}
-    for batch in batches(read, CONFIG_BATCH):
-        admin.requests["DescribeConfigs"] += 1
-        futures = admin.client.describe_configs([ConfigResource(ResourceType.TOPIC, n) for n in batch],
-                                                request_timeout=TIMEOUT)
-        for resource, future in futures.items():
+    late: set[str] = set()
+    for round_ in (1, 2):
+        for name, future in sorted(asked.items()):
             try:
                 entries = future.result()
             except KafkaException as exc:
-                if exc.args[0].name() == "UNKNOWN_TOPIC_OR_PART":  # deleted since the metadata read
-                    overrides.pop(resource.name, None)
-                    continue
-                raise admin.failure(f"describe configs of topic {resource.name!r}", exc) from None
+                if exc.args[0].name() != "UNKNOWN_TOPIC_OR_PART":
+                    raise admin.failure(f"describe configs of topic {name!r}", exc) from None
+                if name in read and round_ == 1 and name in early:
+                    late.add(name)  # created after it was asked for: asked again below
+                else:
+                    overrides.pop(name, None)  # deleted since the metadata read, or never there
+                continue
+            if name not in shapes:
+                continue  # declared, not there yet: nothing to read
             for key, entry in entries.items():
                 if entry.value is None:
                     continue
                 if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value:
-                    overrides[resource.name][key] = entry.value
+                    overrides[name][key] = entry.value
                 else:
                     defaults.setdefault(key, entry.value)
+        if not late:
+            break
+        asked, late = _ask_configs(admin, late), set()
     topics = {n: TopicState(n, shapes[n][0], shapes[n][1], overrides[n], shapes[n][2]) for n in overrides}
     return topics, defaults
 
@@ -207,27 +228,13 @@ def _kafka_reason(exc: Exception) -> str:
                                        "error: ")
 
 
-def observe(connection: Connection, topics_only: Collection[str] | None = None,
-            admin: Admin | None = None, broker_keys: Collection[str] = (),
-            features: Mapping[str, int] | None = None, groups: Collection[str] = (),
-            topic_configs_of: Callable[[str], bool] | None = None) -> Observation:
-    """The whole cluster, in bulk; with `topics_only`, just those topics and the brokers (no ACLs, users,
-    quotas or broker settings): what a caller that manages only those topics needs, in requests that do not
-    grow with the cluster (a Pulumi topic resource reads its own topic, not every topic's configs). Broker
-    settings: what each broker has set dynamically, and its effective value of `broker_keys`. `features`: the
-    declared levels, each one that differs asked of Kafka with a validate-only UpdateFeatures (what it would
-    refuse, and why, is in the plan before anything is sent). `groups`: the declared groups, whose settings
-    (GROUP resources) are read; no other group's are. `topic_configs_of`: the topics whose settings are read
-    (the rest are seen with no settings: a plan leaves them alone); all by default."""
-    admin = admin or Admin(connection)  # a caller's client, already logged in, saves a TLS+SCRAM session
-    admin.requests["DescribeCluster"] += 1
-    cluster = admin.wait(admin.client.describe_cluster(request_timeout=TIMEOUT), "describe the cluster")
-    brokers = {node.id: node.rack for node in cluster.nodes}
-    topics, defaults = _topics(admin, topics_only, topic_configs_of)
-    if topics_only is not None:
-        return Observation(ClusterState(topics=topics, topic_defaults=defaults, brokers=brokers), admin.requests)
-    acls, skipped = _acls(admin)
-    users = _users(admin)
+Quotas = dict[QuotaEntity, dict[str, float]]
+
+
+def _quotas_and_features(connection: Connection, admin: Admin, features: Mapping[str, int]
+                         ) -> tuple[Quotas, dict[str, int], dict[str, int], dict[str, str]]:
+    """What only kafka-python reads: every client quota, the finalised and supported feature levels, and Kafka's
+    verdict on each declared level that differs."""
     with kafka_python_admin(connection, admin.requests) as client:
         admin.requests["DescribeClientQuotas"] += 1
         quotas = describe_quotas(client)
@@ -235,8 +242,43 @@ def observe(connection: Connection, topics_only: Collection[str] | None = None,
         described = client.describe_features()
         finalised = {k: int(v["finalized"][1]) for k, v in described.items() if "finalized" in v}
         supported = {k: int(v["supported"][1]) for k, v in described.items() if "supported" in v}
-        verdicts = _feature_verdicts(client, admin, features or {}, finalised)
-    settings, dynamic, broker_defaults = _broker_configs(admin, brokers, broker_keys)
+        return quotas, finalised, supported, _feature_verdicts(client, admin, features, finalised)
+
+
+def observe(connection: Connection, topics_only: Collection[str] | None = None,
+            admin: Admin | None = None, broker_keys: Collection[str] = (),
+            features: Mapping[str, int] | None = None, groups: Collection[str] = (),
+            topic_configs_of: Callable[[str], bool] | None = None, known_topics: Collection[str] = ()
+            ) -> Observation:
+    """The whole cluster, in bulk; with `topics_only`, just those topics and the brokers (no ACLs, users,
+    quotas or broker settings): what a caller that manages only those topics needs, in requests that do not
+    grow with the cluster (a Pulumi topic resource reads its own topic, not every topic's configs). Broker
+    settings: what each broker has set dynamically, and its effective value of `broker_keys`. `features`: the
+    declared levels, each one that differs asked of Kafka with a validate-only UpdateFeatures (what it would
+    refuse, and why, is in the plan before anything is sent). `groups`: the declared groups, whose settings
+    (GROUP resources) are read; no other group's are. `topic_configs_of`: the topics whose settings are read
+    (the rest are seen with no settings: a plan leaves them alone); all by default. `known_topics`: topics among
+    those whose settings are asked for at once, beside the metadata read (the declared ones)."""
+    admin = admin or Admin(connection)  # a caller's client, already logged in, saves a TLS+SCRAM session
+    admin.requests["DescribeCluster"] += 1
+    # First, alone: it is the login, and a client config that cannot work fails here within seconds, with its
+    # cause, before any other request waits out its timeout.
+    cluster = admin.wait(admin.client.describe_cluster(request_timeout=TIMEOUT), "describe the cluster")
+    brokers = {node.id: node.rack for node in cluster.nodes}
+    if topics_only is not None:
+        topics, defaults = _topics(admin, topics_only, topic_configs_of)
+        return Observation(ClusterState(topics=topics, topic_defaults=defaults, brokers=brokers), admin.requests)
+    # The other reads are independent: each waits on its own answers (librdkafka's threads, or kafka-python's
+    # connection), so they go out together and the observation takes as long as the slowest, not the sum.
+    with ThreadPoolExecutor(max_workers=4) as reads:
+        acl_read = reads.submit(_acls, admin)
+        user_read = reads.submit(_users, admin)
+        python_read = reads.submit(_quotas_and_features, connection, admin, features or {})
+        broker_read = reads.submit(_broker_configs, admin, brokers, broker_keys)
+        topics, defaults = _topics(admin, topics_only, topic_configs_of, known_topics)
+        (acls, skipped), users = acl_read.result(), user_read.result()
+        quotas, finalised, supported, verdicts = python_read.result()
+        settings, dynamic, broker_defaults = broker_read.result()
     state = ClusterState(topics=topics, acls=acls, quotas=quotas, users=users, topic_defaults=defaults,
                          brokers=brokers, broker_settings=settings, broker_dynamic=dynamic,
                          broker_defaults=broker_defaults,

@@ -67,7 +67,7 @@ def plan_cluster(connection: Connection, declared: SpecSet | Desired, found: Map
         observation = observe(connection, list(wanted.topics_only) if wanted.topics_only is not None else None,
                               admin, broker_keys=sorted(wanted.broker_config or ()),
                               features=wanted.features, groups=sorted(wanted.group_configs),
-                              topic_configs_of=wanted.owns.topic)
+                              topic_configs_of=wanted.owns.topic, known_topics=list(wanted.state.topics))
         state = with_logins(observation.state, logging_in.result())
     plan = plan_against(wanted, state)
     unchecked = sorted(u.name for u in users if found.get(u.name) is None and u.name in state.users)
@@ -123,4 +123,6 @@ def apply_cluster(connection: Connection, declared: SpecSet | Desired, live: Liv
                                f"changes:\n" + render_text(seen[-1].plan)) from None
     if len(seen) > 1:
         progress(f"waited {time.monotonic() - started:.1f} s for the brokers to report the applied changes")
+    else:
+        progress(f"read back: the brokers report every applied change ({time.monotonic() - started:.1f} s)")
     return after

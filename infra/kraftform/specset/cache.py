@@ -1,5 +1,5 @@
 """Validated spec sets kept by content, so a command run again on unchanged specs does not parse, schema-check
-and cross-check them again (0.65 s of a 2 s no-op plan of 1,000 topics, measured in tests/bench/bench_plan.py).
+and cross-check them again (0.9 to 1.3 s of a no-op plan of 1,000 topics, docs/benchmarks.md).
 
 Safe because validation is a pure function of the spec files' bytes and kraftform's own code and schemas (it reads
 no environment variable and no other file: a secret is a reference in the model, read at apply time). The key is a

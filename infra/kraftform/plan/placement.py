@@ -9,7 +9,7 @@ a decrease drops replicas from racks used twice first, then from the busiest bro
 from __future__ import annotations
 
 import bisect
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -120,19 +120,23 @@ class _Layout:
         #: Topics whose every partition has one replica in each rack: their replicas can only trade within a
         #: rack (any other move narrows a spread), and moves keep it so.
         self.rack_locked: dict[str, bool] = {}
-        rack, total, hosted = self.rack, self.total, self.hosted
-        for (topic, partition), replicas in sorted(self.current.items()):
+        rack = self.rack
+        hosted: defaultdict[tuple[str, int], list[int]] = defaultdict(list)
+        replicas_of = sorted(self.current.items())
+        for (topic, partition), replicas in replicas_of:
+            for b in replicas:
+                hosted[(topic, b)].append(partition)
+        for b in {b for (_, b) in hosted} - set(rack):
+            rack[b] = f"broker-{b}"
+        self.hosted = dict(hosted)
+        self.total.update(Counter(b for (_, b), partitions in hosted.items() for _ in partitions))
+        for (topic, b), partitions in hosted.items():
             load = self.per_topic.get(topic)
             if load is None:
                 load = self.per_topic[topic] = Counter(dict.fromkeys(self.brokers, 0))
-                self.rack_locked[topic] = True
-            for b in replicas:
-                if b not in rack:
-                    rack[b] = f"broker-{b}"
-                total[b] += 1
-                load[b] += 1
-                hosted.setdefault((topic, b), []).append(partition)
-            if self.rack_locked[topic]:
+            load[b] += len(partitions)
+        for (topic, _), replicas in replicas_of:
+            if self.rack_locked.get(topic, True):
                 used = {rack[b] for b in replicas}
                 self.rack_locked[topic] = len(used) == len(replicas) and used == racks
 
@@ -217,7 +221,7 @@ def _within_topic(layout: _Layout, topic: str) -> None:
                 stuck.setdefault(over, set()).add(under)
             else:
                 done = (tp, over, under)
-        lowest = min(under_keys.values())[0]
+        lowest = 0 if done else min(under_keys.values())[0]
         for over in [] if done else sorted(layout.brokers, key=over_key):
             if load[over] - lowest < 2:
                 break
@@ -297,10 +301,11 @@ def _leaders(layout: _Layout) -> None:
             kept: list[Partition] = []
             for tp in led.get(over, ()):
                 replicas = layout.current[tp]
-                under = min(replicas[1:], key=lambda b: (leaders[b], b), default=None)
-                if under is None or leaders[over] - leaders[under] < 2:
+                below = leaders[over] - 2  # a follower leading at most this many may take the lead
+                if not any(leaders[b] <= below for b in replicas[1:]):
                     kept.append(tp)
                     continue
+                under = min(replicas[1:], key=lambda b: (leaders[b], b))
                 replicas.remove(under)
                 replicas.insert(0, under)
                 leaders[over] -= 1

@@ -204,7 +204,7 @@ class KafkaCluster(pulumi.ComponentResource):
                                                      self.connection, pulumi.ResourceOptions(
                                                          parent=self, depends_on=[previous] if previous else []))]
             if not (node.is_broker and node.is_controller):  # a combined node never leaves on its own
-                after.append(Membership(f"{node.name}-membership", node, self.connection, child))
+                after.append(Membership(f"{node.name}-membership", node, topo.cluster.name, self.connection, child))
             # Created only once healthy, so the topics and users that depend on the containers find a listening
             # cluster.
             container = container_resource(node.name, one, self.image.image_id, self.network.name, volume, self,

@@ -31,8 +31,9 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 
 from kraftform.cluster.connection import Connection
-from kraftform.cluster.containers import ContainerSpec
+from kraftform.cluster.containers import LABEL_CLUSTER, ContainerSpec
 from kraftform.cluster.topology import Node, Role
+from kraftform.errors import KraftformError
 from kraftform.kafka import gates
 from kraftform.pulumi.providers import connection_of
 from kraftform.runtime.rolling import RollHalted, RollOptions, rebalance, wait_gate
@@ -140,6 +141,15 @@ def _admin_properties(connection: Connection) -> Iterator[str]:
         os.unlink(path)
 
 
+def _cluster_runs(cluster: str | None) -> bool:
+    """Whether any node container of `cluster` still exists (Docker's labels on the containers kraftform made);
+    of any kraftform cluster for a resource recorded before its cluster's name was."""
+    from kraftform.runtime.engine import docker_client
+
+    label = LABEL_CLUSTER if cluster is None else f"{LABEL_CLUSTER}={cluster}"
+    return bool(docker_client().containers.list(all=True, filters={"label": label}))
+
+
 class MembershipProvider(ResourceProvider):
     """A node's place in the cluster's metadata: deleted after its container (which depends on it), so a removed
     broker is unregistered (kafka-cluster.sh unregister) and a removed controller taken out of the voters
@@ -152,6 +162,16 @@ class MembershipProvider(ResourceProvider):
         return CreateResult(f"node-{props['node_id']}", props)
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
+        if not _cluster_runs(props.get("cluster")):
+            return  # `pulumi destroy`: every node's container is gone, and with them the metadata to leave
+        try:
+            self._leave(props)
+        except KraftformError:
+            if not _cluster_runs(props.get("cluster")):
+                return  # the rest of the cluster went meanwhile (a destroy deletes nodes in reverse roll order)
+            raise
+
+    def _leave(self, props: dict[str, Any]) -> None:
         with connection_of(props) as connection, _admin_properties(connection) as config:
             node = str(node_id(props["node_id"]))
             directory = gates.read_quorum(connection).directories.get(int(node)) if props.get("controller") else None
@@ -176,8 +196,9 @@ class MembershipProvider(ResourceProvider):
 
 
 class Membership(pulumi.dynamic.Resource):
-    def __init__(self, name: str, node: Node, connection: pulumi.Input[dict[str, Any]],
+    def __init__(self, name: str, node: Node, cluster: str, connection: pulumi.Input[dict[str, Any]],
                  opts: pulumi.ResourceOptions) -> None:
         super().__init__(MembershipProvider(), name, {
-            "node_id": node.node_id, "controller": node.is_controller, "connection": pulumi.Output.secret(connection)},
+            "node_id": node.node_id, "controller": node.is_controller, "cluster": cluster,
+            "connection": pulumi.Output.secret(connection)},
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["connection"])))

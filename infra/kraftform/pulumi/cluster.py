@@ -1,10 +1,12 @@
-"""`KafkaCluster`: the secure KRaft cluster as pulumi-docker resources, built from the very
-`ContainerSpec` objects the Docker runtime runs (`cluster.containers.container_specs`), not a copy.
+"""`KafkaCluster`: the secure KRaft cluster of a stack: its secrets, network and image, and its nodes, which the
+Docker runtime's engine runs (`pulumi.nodes`), the very containers `kraftform cluster up --runtime docker`
+makes (`cluster.containers.container_specs`).
 
 Certificates, passwords and the cluster id are made once, by a dynamic resource, and kept in the stack
 state as secrets: a second `pulumi up` reuses them instead of re-keying the cluster. Every node has its
-own named data volume, a separate resource, so replacing a container (a new image, a new setting) keeps
-the data.
+own named data volume, which a restart with a new setting or image keeps.
+
+`container_resource` makes the stack's other containers (consumers, Spark, monitoring) with pulumi-docker.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from kraftform.cluster.containers import (
     in_containers,
 )
 from kraftform.cluster.render import make_secrets, secrets_from_dict, secrets_to_dict
-from kraftform.cluster.topology import Node, Topology, topology
-from kraftform.pulumi.rolling import Membership, NodeGate, Partitions, revision
+from kraftform.cluster.topology import Topology, topology
+from kraftform.pulumi.nodes import ClusterNodes, node_inputs, nodes_props
 from kraftform.specset.model import ClusterSpec, ExternalListener, Security
 from kraftform.units import go_duration
 
@@ -141,18 +143,9 @@ def container_resource(name: str, spec: pulumi.Output[ContainerSpec], image_id: 
         opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True, depends_on=[volume, *after]))
 
 
-#: The replication throttle while partitions move onto added brokers or off removed ones (the CLI's default).
-DEFAULT_THROTTLE = 50 * 1024 * 1024
-
-
-def roll_order_of(topo: Topology) -> tuple[Node, ...]:
-    """Controllers, then brokers, in node id order: the order containers change in. (`kraftform apply` also
-    leaves the active controller for last; which one leads is not known when Pulumi plans.)"""
-    return tuple(sorted(topo.nodes, key=lambda n: (not n.is_controller, n.node_id)))
-
-
 class KafkaCluster(pulumi.ComponentResource):
-    """Network, one volume and one container per node; outputs the bootstrap servers and the CA."""
+    """The cluster's secrets, its network and image (pulumi-docker), and its nodes (`ClusterNodes`, carried out
+    by the runtime's engine); outputs the bootstrap servers and the CA."""
 
     bootstrap_servers: pulumi.Output[str]
     ca_certificate: pulumi.Output[str]
@@ -162,24 +155,21 @@ class KafkaCluster(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("kraftform:index:KafkaCluster", name, {"cluster": spec.name, "image": image}, opts)
         # The same cluster the Docker runtime runs from this spec. Declared feature levels stay out of the
-        # containers' format command: a change there would replace every container and, formatting only a node
-        # without data, finalise nothing; the stack's `Features` resource sets them with UpdateFeatures.
+        # nodes' format command: formatting only a node without data finalises nothing; the stack's `Features`
+        # resource sets them with UpdateFeatures.
         spec = dataclasses.replace(in_containers(spec), features={})
         topo: Topology = topology(spec)
         child = pulumi.ResourceOptions(parent=self)
         self.secrets = ClusterSecretsResource(f"{name}-secrets", spec, admin_password, child)
         keys = [*PUBLIC_OUTPUTS, *SECRET_OUTPUTS]
-        outputs = pulumi.Output.all(*(getattr(self.secrets, k) for k in keys))
-        # Rendered from secrets, so Pulumi would mark every field secret; only the uploaded files are (they hold
-        # the keys and passwords, and are made secret below). Names, ports and the command stay readable.
-        specs = pulumi.Output.unsecret(outputs.apply(lambda values: container_specs(
-            topo, secrets_from_dict(dict(zip(keys, values, strict=True))), image)))
+        made = pulumi.Output.all(*(getattr(self.secrets, k) for k in keys)).apply(
+            lambda values: secrets_to_dict(secrets_from_dict(dict(zip(keys, values, strict=True)))))
+        # Rendered from secrets, so Pulumi would mark every field secret; the names, ports and settings hold none.
+        specs = pulumi.Output.unsecret(made.apply(lambda s: container_specs(topo, secrets_from_dict(s), image)))
         self.network = docker.Network(f"{name}-network", name=specs.apply(lambda all_specs: all_specs[0].network),
                                       labels=[docker.NetworkLabelArgs(label=LABEL_CLUSTER, value=spec.name)],
                                       opts=child)
-        # The container takes the image's ID, not its name: the provider reads the ID back from Docker, so a
-        # name would differ from the state on every run and replace every container. keep_locally: a
-        # `pulumi destroy` leaves the image (the local one cannot be pulled again).
+        # keep_locally: a `pulumi destroy` leaves the image (the local one cannot be pulled again).
         self.image = docker.RemoteImage(f"{name}-image", name=image, keep_locally=True, opts=child)
         host = spec.security.external_listener.host
         self.bootstrap_servers = specs.apply(lambda all_specs: bootstrap_servers(all_specs, host))
@@ -190,31 +180,9 @@ class KafkaCluster(pulumi.ComponentResource):
             self.bootstrap_servers, self.admin_password, self.ca_certificate).apply(
             lambda v: Connection.scram(v[0], security.admin_user, v[1], security.sasl_mechanism, None).props(
                 ca_pem=v[2]))
-        self.volumes: list[docker.Volume] = []
-        self.containers: list[docker.Container] = []
-        #: The last gate of the roll: what waits for every node to be back (topics, users, consumers).
-        self.ready: list[pulumi.Resource] = []
-        index_of = {n.name: i for i, n in enumerate(topo.nodes)}
-        previous: pulumi.Resource | None = None
-        for node in roll_order_of(topo):
-            one = specs.apply(lambda all_specs, index=index_of[node.name]: all_specs[index])  # type: ignore[misc]
-            volume = docker.Volume(f"{name}-{node.name}-data", name=one.apply(lambda c: c.volume), opts=child)
-            changed = pulumi.Output.all(one, self.image.image_id).apply(lambda v: revision(v[0], v[1]))
-            after: list[pulumi.Resource] = [NodeGate(f"{node.name}-may-stop", "may-stop", node, changed,
-                                                     self.connection, pulumi.ResourceOptions(
-                                                         parent=self, depends_on=[previous] if previous else []))]
-            if not (node.is_broker and node.is_controller):  # a combined node never leaves on its own
-                after.append(Membership(f"{node.name}-membership", node, topo.cluster.name, self.connection, child))
-            # Created only once healthy, so the topics and users that depend on the containers find a listening
-            # cluster.
-            container = container_resource(node.name, one, self.image.image_id, self.network.name, volume, self,
-                                           wait_timeout=180, after=after)
-            previous = NodeGate(f"{node.name}-back", "back", node, container.id, self.connection,
-                                pulumi.ResourceOptions(parent=self, depends_on=[container]))
-            self.volumes.append(volume)
-            self.containers.append(container)
-        assert previous is not None
-        self.partitions = Partitions(f"{name}-partitions", [n.node_id for n in topo.brokers], DEFAULT_THROTTLE,
-                                     self.connection, pulumi.ResourceOptions(parent=self, depends_on=[previous]))
-        self.ready = [previous, self.partitions]
+        nodes = pulumi.Output.unsecret(made.apply(lambda s: node_inputs(spec, secrets_from_dict(s))))
+        self.nodes = ClusterNodes(f"{name}-nodes", nodes_props(spec, image, made, nodes), pulumi.ResourceOptions(
+            parent=self, depends_on=[self.network, self.image]))
+        #: What waits for every node to be as declared (topics, users, consumers, monitoring).
+        self.ready: list[pulumi.Resource] = [self.nodes]
         self.register_outputs({"bootstrap_servers": self.bootstrap_servers, "ca_certificate": self.ca_certificate})

@@ -217,7 +217,7 @@ def build(cfg: StackConfig) -> Stack:
     cluster: KafkaCluster | None = None
     if cfg.mode == "docker":
         cluster = KafkaCluster(specs.cluster.name, specs.cluster, IMAGES.get(cfg.image, cfg.image), cfg.admin_password)
-        depends = [*cluster.containers, *cluster.ready]
+        depends = list(cluster.ready)
         connection: pulumi.Input[dict[str, Any]] = cluster.connection
         bootstrap: pulumi.Input[str] = cluster.bootstrap_servers
         ca: pulumi.Input[str] = cluster.ca_certificate

@@ -9,6 +9,8 @@ publish their external listener on 127.0.0.1 only; the host-side admin files poi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import shutil
 from pathlib import Path
 
@@ -40,9 +42,33 @@ from kraftform.runtime.images import build_kafka
 from kraftform.runtime.local import last_error_line
 from kraftform.specset.model import ClusterSpec
 
+#: On each node's container: its `NodeRecord` (no secrets in it), so the deployment can be read back from Docker
+#: alone (`recovered`): what `pulumi up` does, keeping no state directory between runs.
+LABEL_RECORD = "dev.kraftform.record"
+PREVIOUS = "-previous"
+
 
 def _previous(name: str) -> str:
-    return f"{name}-previous"
+    return f"{name}{PREVIOUS}"
+
+
+def _recorded(spec: ContainerSpec, record: dep.NodeRecord) -> ContainerSpec:
+    return dataclasses.replace(spec, labels={**spec.labels, LABEL_RECORD: json.dumps(dataclasses.asdict(record))})
+
+
+def recovered(client: docker.DockerClient, cluster: str) -> tuple[list[dep.NodeRecord], dict[str, dep.NodeRecord]]:
+    """The node records of `cluster` as its containers carry them: the nodes, and the ones kept aside while
+    their replacement starts (a roll interrupted there: `revert_node` or `settle_node` still to come)."""
+    nodes: list[dep.NodeRecord] = []
+    previous: dict[str, dep.NodeRecord] = {}
+    for container in client.containers.list(all=True, filters={"label": [f"{LABEL_CLUSTER}={cluster}",
+                                                                          LABEL_RECORD]}):
+        record = dep.NodeRecord(**json.loads(container.labels[LABEL_RECORD]))
+        if str(container.name).endswith(PREVIOUS):
+            previous[record.name] = record
+        else:
+            nodes.append(record)
+    return sorted(nodes, key=lambda r: r.node_id), previous
 
 
 class DockerRuntime:
@@ -60,8 +86,9 @@ class DockerRuntime:
         if not client.networks.list(names=[name]):
             client.networks.create(name, driver="bridge", labels={LABEL_CLUSTER: cluster})
 
-    def create_container(self, client: docker.DockerClient, spec: ContainerSpec) -> Container:
-        return create_container(client, spec)
+    def create_container(self, client: docker.DockerClient, spec: ContainerSpec, record: dep.NodeRecord) -> Container:
+        """The node's container, carrying its record."""
+        return create_container(client, _recorded(spec, record))
 
     def _image(self, kafka_version: str) -> str:
         return self.image or kafka_image(kafka_version)
@@ -82,8 +109,10 @@ class DockerRuntime:
         return node_plan(dep.running_nodes(dep.load(self.state_dir)), self.rendered(cluster), cluster.kafka_version,
                          dep.load_secrets(self.state_dir).dynamic_quorum)
 
-    def up(self, cluster: ClusterSpec, admin_password: str | None = None, timeout: float = 240) -> ClusterHealth:
-        """Create the network, volumes and containers and start them; idempotent like the local runtime."""
+    def up(self, cluster: ClusterSpec, admin_password: str | None = None, timeout: float = 240,
+           secrets: ClusterSecrets | None = None) -> ClusterHealth:
+        """Create the network, volumes and containers and start them; idempotent like the local runtime. The
+        cluster's secrets are made here unless given (`pulumi up` keeps them in the stack)."""
         cluster = in_containers(cluster)
         client = self.client
         topo = topology(cluster)
@@ -94,7 +123,7 @@ class DockerRuntime:
             for record in deployment.nodes:
                 client.containers.get(record.handle).start()
         else:
-            secrets = make_secrets(topo, addr, admin_password)
+            secrets = secrets or make_secrets(topo, addr, admin_password)
             specs = container_specs(topo, secrets, self._image(cluster.kafka_version))
             leftovers = [s.volume for s in specs if client.volumes.list(filters={"name": f"^{s.volume}$"})]
             if leftovers:
@@ -105,15 +134,15 @@ class DockerRuntime:
                     f"`docker volume rm {' '.join(leftovers)}`")
             dep.save_secrets(self.state_dir, secrets)
             self._network(client, specs[0].network, cluster.name)
-            for spec in specs:
+            records = [dep.started(r, cluster.kafka_version, r.node.name) for r in render_in_containers(topo, secrets)]
+            for spec, record in zip(specs, records, strict=True):
                 remove_if_present(client, spec.name)
-                self.create_container(client, spec).start()
+                self.create_container(client, spec, record).start()
             bootstrap = bootstrap_servers(specs, cluster.security.external_listener.host)
             dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
                                    cluster.security.sasl_mechanism, secrets.ca.cert_pem)
             deployment = dep.Deployment(
-                self.name, cluster.name, bootstrap, cluster.brokers, cluster.kafka_version,
-                [dep.started(r, cluster.kafka_version, r.node.name) for r in render_in_containers(topo, secrets)],
+                self.name, cluster.name, bootstrap, cluster.brokers, cluster.kafka_version, records,
                 {"network": specs[0].network, "image": self._image(cluster.kafka_version)})
             dep.save(self.state_dir, deployment)
             dep.write_endpoints(self.state_dir, metrics_endpoints(specs))
@@ -147,9 +176,10 @@ class DockerRuntime:
         old.stop(timeout=60)
         remove_if_present(client, _previous(name))
         old.rename(_previous(name))
-        self.create_container(client, spec).start()
+        new = dep.started(rendered, cluster.kafka_version, name)
+        self.create_container(client, spec, new).start()
         deployment.previous[name] = record
-        deployment.nodes[deployment.nodes.index(record)] = dep.started(rendered, cluster.kafka_version, name)
+        deployment.nodes[deployment.nodes.index(record)] = new
         dep.save(self.state_dir, deployment)
 
     def revert_node(self, name: str) -> None:
@@ -177,9 +207,10 @@ class DockerRuntime:
             raise UsageError(f"a data volume {spec.volume} exists from an earlier node {name}; kraftform will not "
                              f"adopt its data: remove it (`docker volume rm {spec.volume}`) and apply again")
         remove_if_present(client, name)
-        self.create_container(client, spec).start()
+        record = dep.started(rendered, cluster.kafka_version, name)
+        self.create_container(client, spec, record).start()
         deployment = dep.load(self.state_dir)
-        deployment.nodes.append(dep.started(rendered, cluster.kafka_version, name))
+        deployment.nodes.append(record)
         dep.save(self.state_dir, deployment)
 
     def remove_node(self, name: str, purge: bool) -> None:
@@ -230,7 +261,9 @@ class DockerRuntime:
                     with contextlib.suppress(NotFound):
                         client.containers.get(record.handle).stop(timeout=30)
 
-    def down(self, purge: bool = False) -> None:
+    def down(self, purge: bool = False, keep_network: bool = False) -> None:
+        """Stop; with `purge`, remove the containers, their volumes, the network (unless `keep_network`: Pulumi's
+        own resource) and the state directory."""
         self.stop()
         if not purge:
             return
@@ -241,7 +274,7 @@ class DockerRuntime:
             remove_if_present(client, record.handle)
             with contextlib.suppress(NotFound):
                 client.volumes.get(volume_name(record.name)).remove(force=True)
-        for network in client.networks.list(names=[deployment.extra["network"]]):
+        for network in [] if keep_network else client.networks.list(names=[deployment.extra["network"]]):
             network.remove()
         shutil.rmtree(self.state_dir)
 

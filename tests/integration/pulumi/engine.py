@@ -85,14 +85,17 @@ class ProviderHost:
         launch = launch_command(project)
         #: The host's temporary directory, so tests can see what providers leave behind.
         self.tmpdir = tmpdir
-        self.process = subprocess.Popen(launch.argv, cwd=launch.cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        env={**launch.env, "PULUMI_PROJECT": "kraftform", "TMPDIR": str(tmpdir)})
+        #: What the providers write to stderr (the engine logs it), read by the tests; a file, so it never fills.
+        self.stderr = tmpdir.parent / f"{tmpdir.name}.stderr"
+        with self.stderr.open("wb") as err:
+            self.process = subprocess.Popen(launch.argv, cwd=launch.cwd, stdout=subprocess.PIPE, stderr=err,
+                                            env={**launch.env, "PULUMI_PROJECT": "kraftform", "TMPDIR": str(tmpdir)})
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line.strip().isdigit():
             self.process.kill()
-            _, err = self.process.communicate(timeout=10)
-            raise LaunchError(f"the provider host did not start: {line!r} {err.decode()[-2000:]}")
+            self.process.wait(timeout=10)
+            raise LaunchError(f"the provider host did not start: {line!r} {self.stderr.read_text()[-2000:]}")
         self.channel = grpc.insecure_channel(f"127.0.0.1:{int(line)}")
         self.stub = provider_pb2_grpc.ResourceProviderStub(self.channel)
         self.stub.Configure(proto.ConfigureRequest(args=wire({})))

@@ -82,8 +82,8 @@ def created() -> Iterator[list[tuple[str, dict[str, Any], Container]]]:
 
 def test_every_container_of_the_stack_is_checked(created: list[tuple[str, dict[str, Any], Container]]) -> None:
     names = {name for name, _, _ in created}
-    assert {"platform-broker-0", "platform-controller-0", "fraud-scoring-consumer",
-            "clickstream-sessionizer-consumer"} <= names and len(names) == 8
+    # The nodes are not among them: the runtime's engine runs those (`pulumi.nodes`), not pulumi-docker.
+    assert names == {"fraud-scoring-consumer", "clickstream-sessionizer-consumer"}
 
 
 def test_what_docker_reports_reads_back_as_the_inputs(created: list[tuple[str, dict[str, Any], Container]]) -> None:

@@ -29,7 +29,6 @@ from kraftform.pulumi.providers import (
     FeaturesProvider,
     GroupSettingsProvider,
 )
-from kraftform.pulumi.rolling import NodeGateProvider
 from kraftform.pulumi.topics import TopicSetProvider
 from kraftform.runtime.tools import ACLS, CONFIGS, TOPICS, run_kafka_tool
 from kraftform.spark.manifest import consumer_manifest, shape_digest
@@ -366,25 +365,3 @@ def test_groups_settings_are_set_through_the_engine_calls_refreshed_and_removed_
     finally:
         host.delete(provider, "group-settings", id_, outputs)
     assert held() == {}
-
-
-def test_a_nodes_gates_wait_through_the_engine_calls_and_fail_naming_what_is_not_back(
-        host: ProviderHost, local_cluster: LiveCluster) -> None:
-    """The roll's gates as `pulumi up` runs them: nothing waits on create; an update of the revision waits for
-    the gate (a healthy cluster passes at once) and fails, as the engine reports a failed update, when the node
-    does not come back (here: a broker id no node has)."""
-    broker = local_cluster.deployment.node(f"{local_cluster.spec.name}-broker-0")
-    props = {"phase": "may-stop", "node": broker.name, "node_id": broker.node_id, "roles": broker.roles,
-             "revision": "r1", "timeout_s": 5, "connection": connection_props(local_cluster)}
-    provider = NodeGateProvider()
-    id_, outputs = host.create(provider, "gate", props)
-    assert host.diff(provider, "gate", id_, outputs, props).changes == proto.DiffResponse.DIFF_NONE
-    changed = {**props, "revision": "r2"}
-    assert host.diff(provider, "gate", id_, outputs, changed).changes == proto.DiffResponse.DIFF_SOME
-    assert host.update(provider, "gate", id_, outputs, changed)["revision"] == "r2"
-    back = {**changed, "phase": "back", "revision": "r3"}
-    assert host.update(provider, "gate", id_, outputs, back)["revision"] == "r3"
-    with pytest.raises(grpc.RpcError) as halted:
-        host.update(provider, "gate", id_, outputs, {**back, "node": "absent", "node_id": 99, "revision": "r4"})
-    assert "the roll stopped at absent" in str(halted.value)
-    assert "broker 99 (absent) is not registered yet" in str(halted.value)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import replace
@@ -12,6 +12,8 @@ from typing import Any
 import pulumi
 import pytest
 
+from kraftform.cluster.containers import in_containers
+from kraftform.cluster.spec_json import cluster_from_json
 from kraftform.declared import load_specs
 from kraftform.plan.export import password_env
 from kraftform.pulumi.program import StackConfig, build
@@ -23,10 +25,10 @@ from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, 
 MONITOR: RecordingMonitor | None = None
 
 
-def node_containers(mocks: Mocks) -> list[Any]:
-    """The cluster's containers (the consumers' are beside them)."""
-    return [c for c in mocks.of_type("docker:index/container:Container")
-            if any(label["label"] == "dev.kraftform.node" for label in c.inputs["labels"])]
+def nodes_resource(mocks: Mocks) -> Any:
+    """The cluster's nodes, one resource the runtime's engine carries out (`pulumi.nodes`)."""
+    [nodes] = [r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name == "platform-nodes"]
+    return nodes
 
 
 @pytest.fixture(scope="module")
@@ -37,52 +39,32 @@ def stack() -> Iterator[tuple[Mocks, dict[str, Any]]]:
 
 
 @pulumi_test
-def test_one_container_and_one_volume_per_node_on_one_network(stack: tuple[Mocks, dict[str, Any]]) -> Any:
-    mocks, outputs = stack
-
-    def check(_: Any) -> None:
-        containers = node_containers(mocks)
-        assert sorted(c.name for c in containers) == sorted(
-            [f"platform-controller-{i}" for i in range(3)] + [f"platform-broker-{i}" for i in range(3)])
-        assert len([v for v in mocks.of_type("docker:index/volume:Volume") if "consumer" not in v.name]) == 6
-        assert len(mocks.of_type("docker:index/network:Network")) == 1
-        brokers = [c for c in containers if "broker" in c.name]
-        assert sorted(p["external"] for c in brokers for p in c.inputs["ports"] if p["internal"] != 9404) == [
-            19092, 19093, 19094]
-        assert all(p["ip"] == "127.0.0.1" for c in brokers for p in c.inputs["ports"])
-        # Everything but the uploaded files comes from the container specs in the clear, readable in a preview.
-        broker = next(c for c in containers if c.name == "platform-broker-0")
-        assert broker.inputs["name"] == broker.inputs["hostname"] == "platform-broker-0"
-        assert broker.inputs["networksAdvanced"] == [{"name": "kraftform-platform", "aliases": ["platform-broker-0"]}]
-        assert broker.inputs["volumes"] == [{"volumeName": "platform-broker-0-data",
-                                             "containerPath": "/var/lib/kafka/data"}]
-        assert {"label": "dev.kraftform.roles", "value": "broker"} in broker.inputs["labels"]
-        assert broker.inputs["healthcheck"]["interval"] == "2s" and broker.inputs["wait"] is True
-        assert broker.inputs["command"][0] == "sh"
-        # By ID, which is what the provider reads back, so a second `pulumi up` replaces nothing.
-        [image] = [i for i in mocks.of_type("docker:index/remoteImage:RemoteImage") if i.name != "spark-image"]
-        assert image.inputs["name"] == "kraftform/kafka:4.3.1" and image.inputs["keepLocally"] is True
-        assert all(c.inputs["image"] == IMAGE_ID for c in containers)
-
-    return pulumi.Output.all(*outputs.values()).apply(check)
-
-
-@pulumi_test
-def test_every_listener_is_tls_and_the_files_come_from_the_container_specs(
+def test_the_nodes_are_one_resource_the_runtimes_engine_runs_on_one_network(
         stack: tuple[Mocks, dict[str, Any]]) -> Any:
     mocks, outputs = stack
 
     def check(_: Any) -> None:
-        for container in node_containers(mocks):
-            wrapped = container.inputs["uploads"]  # a secret: the engine stores it encrypted
-            assert wrapped[SECRET_SIG] == SECRET_VALUE
-            uploads = {u["file"]: u for u in wrapped["value"]}
-            props = uploads["/etc/kraftform/server.properties"]["content"]
-            protocol_map = next(line for line in props.splitlines()
-                                if line.startswith("listener.security.protocol.map="))
-            assert "PLAINTEXT" not in protocol_map.replace("SASL_SSL", "")
-            assert uploads["/etc/kraftform/server.properties"]["owner"] == "1000"
-            assert uploads["/etc/kraftform/secrets.properties"]["permissions"] == "0600"
+        nodes = nodes_resource(mocks)
+        # No pulumi-docker container of a node: pulumi-docker would replace a changed one on its own.
+        assert not [c for c in mocks.of_type("docker:index/container:Container")
+                    if any(label["label"] == "dev.kraftform.node" for label in c.inputs["labels"])]
+        assert sorted(nodes.inputs["nodes"]) == sorted(
+            [f"platform-controller-{i}" for i in range(3)] + [f"platform-broker-{i}" for i in range(3)])
+        assert cluster_from_json(nodes.inputs["cluster"]) == replace(in_containers(load_specs(EXAMPLE_SPECS).cluster),
+                                                                     features={})
+        assert len(mocks.of_type("docker:index/network:Network")) == 1
+        [image] = [i for i in mocks.of_type("docker:index/remoteImage:RemoteImage") if i.name != "spark-image"]
+        assert image.inputs["name"] == nodes.inputs["image"] == "kraftform/kafka:4.3.1"
+        assert image.inputs["keepLocally"] is True
+        # The secrets the engine needs are a secret input; what a preview shows per node holds none.
+        assert nodes.inputs["secrets"][SECRET_SIG] == SECRET_VALUE
+        shown = json.dumps(nodes.inputs["nodes"])
+        made = nodes.inputs["secrets"]["value"]
+        assert made["admin_password"] not in shown and "PRIVATE KEY" not in shown
+        broker = nodes.inputs["nodes"]["platform-broker-0"]
+        assert broker["node_id"] == 1 and broker["roles"] == ["broker"] and broker["kafka_version"] == "4.3.1"
+        protocol_map = broker["properties"]["listener.security.protocol.map"]
+        assert "PLAINTEXT" not in protocol_map.replace("SASL_SSL", "")
 
     return pulumi.Output.all(*outputs.values()).apply(check)
 
@@ -138,22 +120,6 @@ def test_the_admin_connection_output_is_what_client_files_need(stack: tuple[Mock
 
 
 @pulumi_test
-def test_the_cluster_id_is_not_declared_secret_since_every_container_command_shows_it(
-        stack: tuple[Mocks, dict[str, Any]]) -> Any:
-    mocks, outputs = stack
-
-    def check(_: Any) -> None:
-        from kraftform.pulumi.cluster import SECRET_OUTPUTS
-
-        assert "cluster_id" not in SECRET_OUTPUTS and "ca_key" in SECRET_OUTPUTS
-        for container in node_containers(mocks):
-            command = container.inputs["command"]
-            assert isinstance(command, list) and SECRET_SIG not in str(command) and "--cluster-id " in command[2]
-
-    return pulumi.Output.all(*outputs.values()).apply(check)
-
-
-@pulumi_test
 def test_one_access_resource_per_principal_with_its_password_secret(stack: tuple[Mocks, dict[str, Any]]) -> Any:
     mocks, outputs = stack
     specs = load_specs(EXAMPLE_SPECS)
@@ -175,50 +141,21 @@ def test_one_access_resource_per_principal_with_its_password_secret(stack: tuple
 
 
 @pulumi_test
-def test_kafka_resources_wait_for_every_container(stack: tuple[Mocks, dict[str, Any]]) -> Any:
+def test_kafka_resources_wait_for_the_nodes(stack: tuple[Mocks, dict[str, Any]]) -> Any:
     mocks, outputs = stack
 
     def check(_: Any) -> None:
         assert MONITOR is not None
-        containers = {c.name for c in node_containers(mocks)}
         kafka = [r.name for r in mocks.of_type("pulumi-python:dynamic:Resource")
-                 if not r.name.endswith(("-secrets", "-state", "-ready", *ROLL))]
+                 if not r.name.endswith(("-secrets", "-state", "-ready", "-nodes"))]
         assert len(kafka) == 1 + 7 + 1  # the topics, one resource per principal, and the broker settings
         for name in kafka:
             waits_for = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies[name]}
-            # Every container, the roll's last gate and the partition moves after added or removed brokers.
-            assert containers | {"platform-broker-2-back", "platform-partitions"} <= waits_for, name
+            assert "platform-nodes" in waits_for, name  # every node as declared, partitions moved
         # A dev stack is throw-away: nothing protected, so `pulumi destroy` removes it all.
         assert not any(MONITOR.protected[name] for name in kafka)
-        # Containers wait for their volumes; the volumes are their own resources, kept on replacement.
-        assert any(urn.endswith("platform-broker-0-data") for urn in MONITOR.dependencies["platform-broker-0"])
-
-    return pulumi.Output.all(*outputs.values()).apply(check)
-
-
-ROLL = ("-may-stop", "-back", "-membership", "-partitions")
-
-
-@pulumi_test
-def test_nodes_change_one_at_a_time_each_between_two_gates(stack: tuple[Mocks, dict[str, Any]]) -> Any:
-    """may-stop(n) -> container(n) -> back(n) -> may-stop(n + 1): Pulumi registers a resource once its
-    dependencies are done, so a replacement waits for the gate before it and the next node for the gate after."""
-    _mocks, outputs = stack
-
-    def check(_: Any) -> None:
-        assert MONITOR is not None
-
-        def deps(name: str) -> set[str]:
-            return {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies[name]}
-
-        order = [f"platform-controller-{i}" for i in range(3)] + [f"platform-broker-{i}" for i in range(3)]
-        for before, node in itertools.pairwise(order):
-            assert f"{before}-back" in deps(f"{node}-may-stop"), node
-        for node in order:
-            assert f"{node}-may-stop" in deps(node) and node in deps(f"{node}-back"), node
-        # A node's membership outlives its container: a removed one leaves the metadata after it is gone.
-        assert all(f"{n}-membership" in deps(n) for n in order)
-        assert "platform-broker-2-back" in deps("platform-partitions")
+        nodes = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies["platform-nodes"]}
+        assert {"platform-network", "platform-image"} <= nodes
 
     return pulumi.Output.all(*outputs.values()).apply(check)
 

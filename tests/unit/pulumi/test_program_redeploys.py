@@ -81,15 +81,15 @@ def test_a_change_the_job_does_use_replaces_that_consumer(before: dict[str, dict
 
 
 def test_declared_feature_levels_replace_no_node_and_go_to_a_features_resource(specs_copy: SpecsCopy) -> None:
-    """A container's format options only count when it is first made: levels in its command would replace every
+    """A node's format options only count when it is first made: levels in its command would restart every
     node and finalise nothing. They go to one resource that sets them with UpdateFeatures."""
     from ...conftest import EXAMPLE_SPECS
 
     def nodes_and_features(specs_dir: Path) -> tuple[dict[str, Any], list[Any]]:
         mocks = registered("dev", lambda: StackConfig(specs_dir, image="local"))
-        nodes = {c.name: c.inputs["command"] for c in mocks.of_type("docker:index/container:Container")
-                 if c.name.startswith("platform-")}
-        return nodes, [r for r in mocks.of_type("pulumi-python:dynamic:Resource") if r.name == "features"]
+        dynamic = mocks.of_type("pulumi-python:dynamic:Resource")
+        [resource] = [r for r in dynamic if r.name == "platform-nodes"]
+        return resource.inputs["nodes"], [r for r in dynamic if r.name == "features"]
 
     plain_nodes, none = nodes_and_features(EXAMPLE_SPECS)
     assert none == []  # nothing declared: not managed

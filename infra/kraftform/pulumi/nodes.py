@@ -1,0 +1,159 @@
+"""`ClusterNodes`: a stack's Kafka nodes, carried out by the engine `kraftform apply --state-dir` runs, not by a
+second one: the Docker runtime's single-node operations and `runtime.rolling`'s order, gates, revert, partition
+moves and membership changes. pulumi-docker would replace a changed container on its own, with no gate before
+the stop and none after the start, and delete removed ones all at once; this resource hands the node work to
+the runtime instead.
+
+The engine keeps no state directory between runs: each call makes a private one for the length of the call
+from the stack's secrets and from Docker itself (each node container carries its record:
+`docker_engine.recovered`), so an update interrupted at any point (a roll halted, a SIGKILLed `pulumi up`)
+resumes from what really runs, as the CLI resumes from its state directory. The inputs hold, per node, what it
+is rendered with (no secret in it): a preview's diff names the nodes that change and the settings why.
+
+- create: `cluster up` (the nodes registered and a record written and read back, within its deadline; a node
+  that does not start fails naming its log's last error)
+- update: `cluster_work` + `carry_out`: adds, the roll (the active controller last), partition moves, removals
+  (drained, stopped, unregistered or taken out of the voters, one at a time; their volumes deleted)
+- delete: the containers and their volumes (the network is pulumi-docker's own resource)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
+
+from kraftform.cluster.containers import bootstrap_servers, container_specs, in_containers, render_in_containers
+from kraftform.cluster.render import ClusterSecrets, secrets_from_dict
+from kraftform.cluster.spec_json import cluster_from_json, cluster_to_json
+from kraftform.cluster.topology import topology
+from kraftform.runtime import deployment as dep
+from kraftform.runtime.docker_engine import DockerRuntime, recovered
+from kraftform.runtime.rolling import RollOptions, carry_out, cluster_work
+from kraftform.specset.model import ClusterSpec
+
+#: As long as `kraftform cluster up` waits for a new cluster (its --timeout default).
+START_TIMEOUT_S = 240.0
+#: The CLI's defaults: the replication throttle while partitions move, how long a node may take to be back.
+ROLL = RollOptions()
+#: Another cluster, not a change of this one.
+IDENTITY = ("name", "mode")
+
+
+def node_inputs(cluster: ClusterSpec, secrets: ClusterSecrets) -> dict[str, Any]:
+    """Per node, what the runtime records when it starts it (`deployment.started`): the preview's diff."""
+    spec = in_containers(cluster)
+    return {r.node.name: {k: v for k, v in dataclasses.asdict(dep.started(r, spec.kafka_version)).items()
+                          if k not in ("name", "handle")}
+            for r in render_in_containers(topology(spec), secrets)}
+
+
+def _plain(value: Any) -> Any:
+    """The engine hands numbers back as floats: 1004.0 and 1004 are the same input."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _brokers(nodes: Mapping[str, Any]) -> set[str]:
+    return {name for name, n in nodes.items() if "broker" in n["roles"]}
+
+
+class ClusterNodesProvider(ResourceProvider):
+    """Inputs: `cluster` (the cluster section, `spec_json`), `image`, `secrets` (the stack's secrets resource's
+    outputs), `nodes` (`node_inputs`); and, as `kraftform apply`'s options, `throttle` (bytes/s),
+    `node_timeout_s`, `gate_timeout_s`."""
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        old, new = _plain(olds), _plain(news)
+        changed = [k for k in ("cluster", "nodes", "image") if old.get(k) != new.get(k)]
+        replaces = ["cluster"] if any(old["cluster"][k] != new["cluster"][k] for k in IDENTITY) else []
+        return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=True)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        spec = cluster_from_json(props["cluster"])
+        with _runtime(props) as runtime:
+            runtime.up(spec, timeout=START_TIMEOUT_S, secrets=secrets_from_dict(props["secrets"]))
+        return CreateResult(spec.name, props)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        spec = cluster_from_json(news["cluster"])
+        with _runtime(news) as runtime:
+            connection = dep.admin_config(runtime.state_dir)
+            work = cluster_work(runtime, spec, connection)
+            if _brokers(olds["nodes"]) != _brokers(news["nodes"]):
+                # An update that failed before its moves leaves the stack's old inputs: move them now.
+                work = dataclasses.replace(work, rebalance_pending=True)
+            options = RollOptions(node_timeout_s=float(news.get("node_timeout_s") or ROLL.node_timeout_s),
+                                  gate_timeout_s=float(news.get("gate_timeout_s") or ROLL.gate_timeout_s),
+                                  throttle_bytes_per_s=int(news.get("throttle") or ROLL.throttle_bytes_per_s),
+                                  purge_removed=True)
+            carry_out(runtime, spec, work, connection, options, _progress)
+        return UpdateResult(news)
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        with _runtime(props) as runtime:
+            if not (runtime.state_dir / dep.STATE_FILE).is_file():
+                return  # no container of the cluster is left
+            for name in list(dep.load(runtime.state_dir).previous):
+                runtime.settle_node(name)  # kept aside by an interrupted roll, it shares the node's volume
+            runtime.down(purge=True, keep_network=True)
+
+
+def _progress(line: str) -> None:
+    """The roll's steps, in the engine's log of the provider (`pulumi up -v=9 --logtostderr` shows them)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _runtime(props: dict[str, Any]) -> Iterator[DockerRuntime]:
+    """The Docker runtime over a private state directory made for this call: the stack's secrets, the client
+    files, and the node records Docker's containers carry."""
+    spec = in_containers(cluster_from_json(props["cluster"]))
+    secrets = secrets_from_dict(props["secrets"])
+    state_dir = Path(tempfile.mkdtemp(prefix="kraftform-stack-"))
+    try:
+        runtime = DockerRuntime(state_dir, props["image"])
+        specs = container_specs(topology(spec), secrets, props["image"])
+        nodes, previous = recovered(runtime.client, spec.name)
+        if nodes or previous:
+            dep.save_secrets(state_dir, secrets)
+            bootstrap = bootstrap_servers(specs, spec.security.external_listener.host)
+            dep.write_client_files(state_dir, bootstrap, spec.security.admin_user, secrets.admin_password,
+                                   spec.security.sasl_mechanism, secrets.ca.cert_pem)
+            versions = sorted({n.kafka_version or spec.kafka_version for n in nodes})
+            dep.save(state_dir, dep.Deployment(
+                runtime.name, spec.name, bootstrap, sum("broker" in n.roles for n in nodes),
+                versions[0] if versions else spec.kafka_version, nodes, {"network": specs[0].network,
+                                                                         "image": props["image"]}, previous))
+        yield runtime
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def nodes_props(cluster: ClusterSpec, image: pulumi.Input[str], secrets: pulumi.Input[dict[str, Any]],
+                nodes: pulumi.Input[dict[str, Any]], options: RollOptions = ROLL) -> dict[str, Any]:
+    """The resource's inputs: `secrets` is the secrets resource's outputs (`secrets_to_dict`), `nodes` what
+    `node_inputs` makes of them."""
+    return {"cluster": cluster_to_json(cluster), "image": image, "secrets": secrets, "nodes": nodes,
+            "throttle": options.throttle_bytes_per_s, "node_timeout_s": options.node_timeout_s,
+            "gate_timeout_s": options.gate_timeout_s}
+
+
+class ClusterNodes(pulumi.dynamic.Resource):
+    def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions) -> None:
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["secrets"])
+        super().__init__(ClusterNodesProvider(), name, {**props, "secrets": pulumi.Output.secret(props["secrets"])},
+                         pulumi.ResourceOptions.merge(opts, secret))

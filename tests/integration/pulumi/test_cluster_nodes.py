@@ -1,0 +1,205 @@
+"""A stack's nodes as `pulumi up` changes them: the `ClusterNodes` provider in Pulumi's provider host, driven over
+gRPC with values as the engine sends them (every number a float), on a real Docker engine. The four day-2
+changes a team makes (a setting read at start, brokers and controllers added, then removed) go through the
+engine `kraftform apply --state-dir` runs, checked from outside: container starts, Kafka's own view of its
+brokers, voters and replicas.
+
+The tests run in order on one cluster, each leaving it as its inputs declare."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from pulumi.runtime import proto
+
+from kraftform.cluster.connection import Connection
+from kraftform.cluster.containers import LOCAL_IMAGE, bootstrap_servers, container_specs, in_containers
+from kraftform.cluster.render import secrets_from_dict
+from kraftform.cluster.topology import topology
+from kraftform.declared import load_specs
+from kraftform.kafka import gates
+from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
+from kraftform.pulumi.nodes import ClusterNodesProvider, node_inputs, nodes_props
+from kraftform.runtime.docker_engine import LABEL_RECORD
+from kraftform.runtime.engine import docker_client
+from kraftform.runtime.images import build_kafka
+from kraftform.runtime.rolling import RollOptions
+from kraftform.specset.model import ClusterDefaults, ClusterSpec, ExternalListener
+
+from ...conftest import REPO
+from ..runtime.conftest import FIXTURE, clear_leftovers
+from .engine import ProviderHost
+
+pytestmark = pytest.mark.integration
+
+NAME = "kfstack"
+TOPIC = "stack.moves"
+
+
+@dataclasses.dataclass
+class Stack:
+    """The two resources of a stack's cluster as the engine holds them: inputs, outputs, ids."""
+
+    host: ProviderHost
+    spec: ClusterSpec
+    secrets_id: str = ""
+    secrets: dict[str, Any] = dataclasses.field(default_factory=dict)
+    nodes_id: str = ""
+    nodes: dict[str, Any] = dataclasses.field(default_factory=dict)
+    ca: Path | None = None
+
+    def secrets_news(self, spec: ClusterSpec) -> dict[str, Any]:
+        news, failures = self.host.check(ClusterSecretsProvider(), "secrets", self.secrets,
+                                         secrets_inputs(spec, None))
+        assert failures == []
+        return news
+
+    def nodes_news(self, spec: ClusterSpec, secrets: dict[str, Any]) -> dict[str, Any]:
+        made = secrets_from_dict(secrets)
+        plain = dataclasses.replace(in_containers(spec), features={})
+        # A node that does not come back is given a minute (a quick-start broker is back in about 10 s).
+        return nodes_props(plain, LOCAL_IMAGE, secrets, node_inputs(plain, made), RollOptions(node_timeout_s=60))
+
+    def up(self, spec: ClusterSpec) -> Any:
+        """`pulumi up` of the cluster as `spec` declares it: the secrets resource first, then the nodes; returns
+        the nodes' Diff as the preview saw it."""
+        if not self.secrets:
+            self.secrets_id, self.secrets = self.host.create(ClusterSecretsProvider(), "secrets",
+                                                             self.secrets_news(spec))
+            news = self.nodes_news(spec, self.secrets)
+            self.nodes_id, self.nodes = self.host.create(ClusterNodesProvider(), "nodes", news)
+            self.spec = spec
+            return None
+        self.secrets = self.host.update(ClusterSecretsProvider(), "secrets", self.secrets_id, self.secrets,
+                                        self.secrets_news(spec))
+        news = self.nodes_news(spec, self.secrets)
+        diff = self.host.diff(ClusterNodesProvider(), "nodes", self.nodes_id, self.nodes, news)
+        if diff.changes == proto.DiffResponse.DIFF_SOME:
+            self.nodes = self.host.update(ClusterNodesProvider(), "nodes", self.nodes_id, self.nodes, news)
+        self.spec = spec
+        return diff
+
+    def connection(self) -> Connection:
+        made = secrets_from_dict(self.secrets)
+        if self.ca is None:
+            self.ca = self.host.tmpdir.parent / "stack-ca.pem"
+            self.ca.write_text(made.ca.cert_pem)
+        spec = in_containers(self.spec)
+        bootstrap = bootstrap_servers(container_specs(topology(spec), made, LOCAL_IMAGE),
+                                      spec.security.external_listener.host)
+        return Connection.scram(bootstrap, spec.security.admin_user, made.admin_password,
+                                spec.security.sasl_mechanism, str(self.ca))
+
+    def admin(self) -> AdminClient:
+        return AdminClient(self.connection().librdkafka())
+
+    def started(self) -> dict[str, str]:
+        """Each node container's start time: a restart changes it."""
+        client = docker_client()
+        return {str(c.name): c.attrs["State"]["StartedAt"]
+                for c in client.containers.list(all=True, filters={"label": f"dev.kraftform.cluster={NAME}"})
+                if LABEL_RECORD in c.labels}
+
+
+def spec_of(**fields: Any) -> ClusterSpec:
+    base = load_specs(FIXTURE.parent).cluster
+    listener = ExternalListener(True, "localhost", 49092)
+    # Fixed whatever the broker count, so that adding a broker restarts none (they are in every server.properties).
+    return dataclasses.replace(base, name=NAME, quick_start=True, racks=(), defaults=ClusterDefaults(1, 2, 1), **{
+        "security": dataclasses.replace(base.security, external_listener=listener), **fields})
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    client = docker_client()
+    build_kafka(client, [])
+    clear_leftovers(client, NAME)
+    host = ProviderHost(REPO, tmp_path_factory.mktemp("nodes-host-tmp"))
+    made = Stack(host, spec_of(brokers=2, controllers=3))
+    try:
+        made.up(made.spec)
+        yield made
+    finally:
+        try:
+            if made.nodes_id:
+                host.delete(ClusterNodesProvider(), "nodes", made.nodes_id, made.nodes)
+        finally:
+            host.close()
+            base = tmp_path_factory.getbasetemp()
+            for container in client.containers.list(all=True, filters={"label": f"dev.kraftform.cluster={NAME}"}):
+                (base / f"{container.name}.log").write_bytes(container.logs())
+            clear_leftovers(client, NAME)
+
+
+def test_a_first_up_waits_until_every_broker_is_registered_and_a_second_changes_nothing(stack: Stack) -> None:
+    assert sorted(stack.admin().list_topics(timeout=10).brokers) == [1, 2]
+    assert sorted(stack.started()) == [f"{NAME}-broker-{i}" for i in range(2)] + [
+        f"{NAME}-controller-{i}" for i in range(3)]
+    before = stack.started()
+    assert stack.up(stack.spec).changes == proto.DiffResponse.DIFF_NONE
+    assert stack.started() == before
+    admin = stack.admin()
+    admin.create_topics([NewTopic(TOPIC, 6, 2)])[TOPIC].result(30)
+
+
+def test_a_setting_read_at_start_restarts_each_broker_once_and_no_controller(stack: Stack) -> None:
+    before = stack.started()
+    diff = stack.up(dataclasses.replace(stack.spec, broker_config={"log.retention.check.interval.ms": "600000"}))
+    assert diff.changes == proto.DiffResponse.DIFF_SOME and list(diff.replaces) == []
+    after = stack.started()
+    brokers = [n for n in before if "broker" in n]
+    assert all(after[n] != before[n] for n in brokers)
+    assert all(after[n] == before[n] for n in before if n not in brokers)
+    # One at a time, in the CLI's order and through its gates: its messages are the provider's log.
+    log = stack.host.stderr.read_text()
+    assert f"[1/2] {NAME}-broker-0: restarting (log.retention.check.interval.ms" in log, log[-3000:]
+    assert log.index(f"[1/2] {NAME}-broker-0: back in") < log.index(f"[2/2] {NAME}-broker-1: waiting until it may")
+    assert stack.up(stack.spec).changes == proto.DiffResponse.DIFF_NONE
+
+
+def test_brokers_and_controllers_added_join_and_partitions_move_onto_the_new_broker(stack: Stack) -> None:
+    stack.up(dataclasses.replace(stack.spec, brokers=3, controllers=5))
+    admin = stack.admin()
+    assert sorted(admin.list_topics(timeout=10).brokers) == [1, 2, 3]
+    quorum = gates.read_quorum(stack.connection())
+    assert sorted(quorum.behind_ms) == [1001, 1002, 1003, 1004, 1005]
+    replicas = [r for p in admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions.values() for r in p.replicas]
+    assert replicas.count(3) == 4 and replicas.count(1) == replicas.count(2) == 4
+    assert stack.up(stack.spec).changes == proto.DiffResponse.DIFF_NONE
+
+
+def test_brokers_and_controllers_removed_leave_kafkas_metadata_one_at_a_time(stack: Stack) -> None:
+    stack.up(dataclasses.replace(stack.spec, brokers=2, controllers=3))
+    admin = stack.admin()
+    assert sorted(admin.list_topics(timeout=10).brokers) == [1, 2]
+    assert sorted(gates.read_quorum(stack.connection()).behind_ms) == [1001, 1002, 1003]
+    topic = admin.list_topics(TOPIC, timeout=10).topics[TOPIC]
+    assert all(set(p.replicas) <= {1, 2} and p.leader in (1, 2) for p in topic.partitions.values())
+    assert sorted(stack.started()) == [f"{NAME}-broker-{i}" for i in range(2)] + [
+        f"{NAME}-controller-{i}" for i in range(3)]
+    volumes = {v.name for v in docker_client().volumes.list(filters={"label": f"dev.kraftform.cluster={NAME}"})}
+    assert volumes == {f"{n}-data" for n in stack.started()}
+    log = stack.host.stderr.read_text()
+    assert f"removing {NAME}-controller-3" in log and f"removing {NAME}-controller-4" in log
+    assert stack.up(stack.spec).changes == proto.DiffResponse.DIFF_NONE
+
+
+def test_a_node_that_cannot_start_fails_the_update_naming_its_error_and_is_started_as_it_was(stack: Stack) -> None:
+    before = stack.started()
+    with pytest.raises(grpc.RpcError) as halted:
+        stack.up(dataclasses.replace(stack.spec, broker_config={"log.retention.check.interval.ms": "600000",
+                                                                "replica.fetch.wait.max.ms": "60000"}))
+    message = str(halted.value)
+    assert f"{NAME}-broker-0 did not come back with its new configuration" in message, message[-3000:]
+    assert "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms" in message
+    assert "started again with its previous configuration and is back" in message
+    after = stack.started()
+    assert {n: t for n, t in after.items() if n != f"{NAME}-broker-0"} == {
+        n: t for n, t in before.items() if n != f"{NAME}-broker-0"}
+    assert sorted(stack.admin().list_topics(timeout=10).brokers) == [1, 2]

@@ -312,7 +312,8 @@ class Applier:
         for c in changes:
             move = _payload(c, Reassignment)
             brokers.update(move.brokers)
-            targets.update({TopicPartition(c.resource, p): list(replicas) for p, replicas in enumerate(move.target)})
+            targets.update({TopicPartition(c.resource, p): list(replicas)
+                            for p, replicas in enumerate(move.target, move.first)})
         topics = sorted({c.resource for c in changes})
         rate = str(self.options.throttle_bytes_per_s)
         # Throttle only the moving topics' replication, at a cluster-wide rate, while replicas copy; the throttles

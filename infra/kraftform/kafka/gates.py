@@ -159,6 +159,15 @@ def why_not_ready(connection: Connection, node: Node, since_ms: int = 0) -> str 
     return None
 
 
+@translated("list the reassignments in flight")
+def reassigning(connection: Connection) -> list[str]:
+    """The partitions a reassignment is still moving ("topic-partition"): their replica lists hold the old and
+    the new replicas until it ends, so nothing may plan moves from them."""
+    with kafka_python_admin(connection, Requests()) as py_client:
+        moving = py_client.list_partition_reassignments()
+    return sorted(f"{tp.topic}-{tp.partition}" for tp in moving)
+
+
 @translated("read the brokers' log directories")
 def partition_sizes(connection: Connection) -> dict[tuple[str, int], int]:
     """Bytes of each partition (its largest replica), from every broker's log directories."""

@@ -110,19 +110,38 @@ def poll_health(connection: Connection, until: Callable[[ClusterHealth], bool],
         return seen[-1]
 
 
+#: How long a broker may stay unregistered after another one registered before it is restarted (once): a broker
+#: started while the controllers were still electing a leader can keep a stale controller and never register
+#: ("Unable to register the broker because the RPC got timed out before it could be sent" every few seconds,
+#: seen with Kafka 4.3.1 on a busy machine), where a restart registers it at once.
+STUCK_S = 90.0
+
+
 def wait_healthy(connection: Connection, brokers: Mapping[int, str], timeout: float = 180.0,
-                 last_error: Callable[[str], str] | None = None) -> ClusterHealth:
-    """Poll until every broker in `brokers` (id: node name) is registered and a round trip succeeds. On timeout
-    the error names each broker that never registered, with `last_error(its name)`: why it did not (its
+                 last_error: Callable[[str], str] | None = None,
+                 restart: Callable[[str], None] | None = None) -> ClusterHealth:
+    """Poll until every broker in `brokers` (id: node name) is registered and a round trip succeeds. A broker
+    still unregistered STUCK_S after another one registered is restarted once with `restart(its name)`. On
+    timeout the error names each broker that never registered, with `last_error(its name)`: why it did not (its
     log's last error) is what a user needs next, not a count."""
     missing: list[int] = []
+    restarted: set[int] = set()
+    first_registered: list[float] = []
 
     def attempt() -> ClusterHealth:
         health = describe_health(connection, timeout=5.0)
         missing[:] = sorted(set(brokers) - set(health.brokers))
+        if health.brokers and not first_registered:
+            first_registered.append(time.monotonic())
+        if missing and restart is not None and first_registered and time.monotonic() - first_registered[0] > STUCK_S:
+            for broker in set(missing) - restarted:
+                restarted.add(broker)
+                restart(brokers[broker])
         if missing:
             raise NotYet(f"{len(brokers) - len(missing)} of {len(brokers)} brokers registered, not "
-                         + ", ".join(brokers[b] for b in missing))
+                         + ", ".join(brokers[b] for b in missing)
+                         + (f" (restarted once, unregistered {STUCK_S:.0f} s after another broker registered)"
+                            if restarted & set(missing) else ""))
         round_trip(connection, min(3, len(brokers)), timeout=20.0)
         return describe_health(connection, timeout=5.0)
 

@@ -101,10 +101,12 @@ class PartitionCount:
 
 @dataclass(frozen=True)
 class Reassignment:
-    """Every partition's target replicas (leader first), and the brokers the replication throttle goes on."""
+    """Target replicas (leader first) of partitions `first`, `first + 1`, ... of a topic (all of them from 0,
+    or one batch's share of a large topic), and the brokers the replication throttle goes on."""
 
     target: tuple[tuple[int, ...], ...]
     brokers: tuple[int, ...]
+    first: int = 0
 
 
 @dataclass(frozen=True)

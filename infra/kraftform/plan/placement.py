@@ -356,3 +356,24 @@ def target_assignment(current: Mapping[Partition, tuple[int, ...]], racks: Mappi
     for topic in sorted(changed):
         moves.targets[topic] = tuple(balanced[(topic, p)] for p in range(partitions[topic]))
     return moves
+
+
+Share = tuple[str, int, tuple[tuple[int, ...], ...]]
+
+
+def reassignment_batches(targets: Mapping[str, tuple[tuple[int, ...], ...]], size: int) -> list[list[Share]]:
+    """The targets in batches of `size` partitions (the last may be smaller), a large topic split across
+    batches: each share is (topic, first partition, the targets of its partitions from there)."""
+    batches: list[list[Share]] = [[]]
+    room = size
+    for topic in sorted(targets):
+        target, first = targets[topic], 0
+        while first < len(target):
+            if room == 0:
+                batches.append([])
+                room = size
+            share = target[first:first + room]
+            batches[-1].append((topic, first, share))
+            first += len(share)
+            room -= len(share)
+    return [b for b in batches if b]

@@ -35,6 +35,7 @@ from kraftform.cluster.containers import bootstrap_servers, container_specs, in_
 from kraftform.cluster.render import ClusterSecrets, secrets_from_dict
 from kraftform.cluster.spec_json import cluster_from_json, cluster_to_json
 from kraftform.cluster.topology import topology
+from kraftform.errors import UsageError
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.docker_engine import DockerRuntime, recovered
 from kraftform.runtime.rolling import RollOptions, carry_out, cluster_work
@@ -91,6 +92,10 @@ class ClusterNodesProvider(ResourceProvider):
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         spec = cluster_from_json(news["cluster"])
         with _runtime(news) as runtime:
+            if not (runtime.state_dir / dep.STATE_FILE).is_file():
+                raise UsageError(f"no node container of cluster {spec.name} is on this Docker engine (removed "
+                                 f"outside Pulumi?): start them again, or `pulumi destroy` and `pulumi up` for a new "
+                                 f"cluster")
             connection = dep.admin_config(runtime.state_dir)
             work = cluster_work(runtime, spec, connection)
             if _brokers(olds["nodes"]) != _brokers(news["nodes"]):
@@ -113,7 +118,7 @@ class ClusterNodesProvider(ResourceProvider):
 
 
 def _progress(line: str) -> None:
-    """The roll's steps, in the engine's log of the provider (`pulumi up -v=9 --logtostderr` shows them)."""
+    """The roll's steps, on the provider's standard error (its standard output is the engine's channel)."""
     print(line, file=sys.stderr, flush=True)
 
 

@@ -147,7 +147,7 @@ class DockerRuntime:
             dep.save(self.state_dir, deployment)
             dep.write_endpoints(self.state_dir, metrics_endpoints(specs))
         return wait_healthy(dep.admin_config(self.state_dir), {n.node_id: n.name for n in topo.brokers}, timeout,
-                            self.last_error)
+                            self.last_error, self.restart_node)
 
     # --- what a roll and a resize do to single nodes (`runtime.rolling.Nodes`) ---------------------------
     def _spec(self, cluster: ClusterSpec, name: str) -> ContainerSpec:
@@ -200,8 +200,15 @@ class DockerRuntime:
         remove_if_present(self.client, _previous(name))
 
     def add_node(self, cluster: ClusterSpec, rendered: RenderedNode) -> None:
-        """A new container on a new volume; its command formats the volume with the cluster's id first."""
+        """A new container on a new volume; its command formats the volume with the cluster's id first. One this
+        cluster's earlier add made (interrupted before it was recorded) is adopted, as its label records it."""
         client, name = self.client, rendered.node.name
+        adopted = self._adopted(cluster.name, name)
+        if adopted is not None:
+            deployment = dep.load(self.state_dir)
+            deployment.nodes.append(adopted)
+            dep.save(self.state_dir, deployment)
+            return
         spec = self._spec(cluster, name)
         if client.volumes.list(filters={"name": f"^{spec.volume}$"}):
             raise UsageError(f"a data volume {spec.volume} exists from an earlier node {name}; kraftform will not "
@@ -212,6 +219,18 @@ class DockerRuntime:
         deployment = dep.load(self.state_dir)
         deployment.nodes.append(record)
         dep.save(self.state_dir, deployment)
+
+    def _adopted(self, cluster: str, name: str) -> dep.NodeRecord | None:
+        """The record of a container of this cluster named `name` that no record lists, started if stopped."""
+        try:
+            container = self.client.containers.get(name)
+        except NotFound:
+            return None
+        if container.labels.get(LABEL_CLUSTER) != cluster or LABEL_RECORD not in container.labels:
+            return None
+        if container.status != "running":
+            container.start()
+        return dep.NodeRecord(**json.loads(container.labels[LABEL_RECORD]))
 
     def remove_node(self, name: str, purge: bool) -> None:
         client = self.client
@@ -244,8 +263,21 @@ class DockerRuntime:
         container.kill(signal=signal)
         container.wait(timeout=60)
 
+    def restart_node(self, name: str) -> None:
+        """SIGKILL and start again (a broker that never registered holds nothing to hand over)."""
+        self.kill_node(name)
+        self.start_node(name)
+
     def start_node(self, name: str) -> None:
-        self.client.containers.get(dep.load(self.state_dir).node(name).handle).start()
+        """Start a stopped node's container; one a roll set aside and did not replace (interrupted in between)
+        gets its name back first."""
+        client, handle = self.client, dep.load(self.state_dir).node(name).handle
+        try:
+            container = client.containers.get(handle)
+        except NotFound:
+            container = client.containers.get(_previous(name))
+            container.rename(handle)
+        container.start()
 
     def stop(self) -> None:
         """Containers attached to the cluster (consumers) first, then brokers (controlled shutdown needs the

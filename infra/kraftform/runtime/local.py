@@ -297,7 +297,7 @@ class LocalRuntime:
             dep.save(self.state_dir, deployment)
         dep.write_endpoints(self.state_dir, local_endpoints(topo, self.state_dir))
         return wait_healthy(dep.admin_config(self.state_dir), {n.node_id: n.name for n in topo.brokers}, timeout,
-                            self.last_error)
+                            self.last_error, self.restart_node)
 
     def node_plan(self, cluster: ClusterSpec) -> NodePlan | None:
         """The running nodes against the specs; None for a cluster whose secrets an earlier kraftform did not
@@ -333,10 +333,19 @@ class LocalRuntime:
                 os.kill(int(record.handle), signal.SIGKILL)
                 self._wait_gone(record, 10)
 
+    def restart_node(self, name: str) -> None:
+        """SIGKILL and start again (a broker that never registered holds nothing to hand over)."""
+        self.kill_node(name)
+        self.start_node(name)
+
     def start_node(self, name: str) -> None:
-        """Start a stopped node again with its data and configuration as they are."""
+        """Start a stopped node again with its data and configuration as they are (the configuration a roll set
+        aside and did not replace, when it was interrupted in between)."""
         deployment = dep.load(self.state_dir)
         record = deployment.node(name)
+        config = self.node_dir(name) / "config"
+        if not config.exists() and (self.node_dir(name) / "config.previous").exists():
+            (self.node_dir(name) / "config.previous").rename(config)
         if not self._alive(record):
             self._start(record, deployment.kafka_version)
             dep.save(self.state_dir, deployment)

@@ -16,18 +16,18 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from kraftform.cluster.connection import Connection
 from kraftform.cluster.render import RenderedNode
-from kraftform.cluster.topology import Node, topology
+from kraftform.cluster.topology import Node, Role, topology
 from kraftform.errors import ClusterUnhealthy, ConnectionFailed, KafkaRequestFailed, KraftformError, PlanRefusedError
 from kraftform.kafka import gates
 from kraftform.kafka.apply import Applier, ApplyOptions
 from kraftform.monitoring.status import Partition as ReadPartition
 from kraftform.plan.changes import Action, Change, Kind, Reassignment, Safety
 from kraftform.plan.nodes import NodePlan, NodeStep, Step, ordered, roll_order
-from kraftform.plan.placement import Moves, PlacementRefused, target_assignment
+from kraftform.plan.placement import Moves, PlacementRefused, reassignment_batches, target_assignment
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.tools import CLUSTER_TOOL, METADATA_QUORUM, run_kafka_tool
 from kraftform.specset.model import ClusterSpec
@@ -36,6 +36,9 @@ from kraftform.waiting import NotYet, poll
 Progress = Callable[[str], None]
 #: Set in the deployment while partitions still have to move after brokers were added or removed.
 REBALANCE_PENDING = "rebalance_pending"
+#: Set in the deployment to the node a roll is about to stop, cleared once it is back (or reverted): where an
+#: interrupted roll stopped, checked first by the next apply.
+ROLLING = "rolling"
 
 
 class Nodes(Protocol):
@@ -53,6 +56,7 @@ class Nodes(Protocol):
     def remove_node(self, name: str, purge: bool) -> None: ...
     def last_error(self, name: str) -> str: ...
     def set_bootstrap(self, cluster: ClusterSpec) -> None: ...
+    def start_node(self, name: str) -> None: ...
 
 
 class RollHalted(ClusterUnhealthy):
@@ -85,11 +89,15 @@ class ClusterWork:
     estimate: Moves | None = None
     #: Voters no declared controller is (a removal interrupted after the node stopped): taken out of the quorum.
     stray_voters: tuple[int, ...] = ()
+    #: Nodes an interrupted roll was restarting: checked first (kept if back, else started as they were).
+    in_progress: tuple[str, ...] = ()
+    #: Partitions a reassignment is moving now (another tool's, or an interrupted apply's): the moves wait.
+    reassigning: tuple[str, ...] = ()
 
     @property
     def to_do(self) -> bool:
         """Anything for `carry_out`."""
-        return bool(self.steps or self.stray_voters) or self.moves_partitions
+        return bool(self.steps or self.stray_voters or self.in_progress) or self.moves_partitions
 
     @property
     def moves_partitions(self) -> bool:
@@ -99,7 +107,10 @@ class ClusterWork:
     def changes(self, cluster: ClusterSpec) -> list[Change]:
         """The plan's rendering of the work: a change per differing setting of each node to restart (with its
         place in the roll), one per node added or removed, and the partition moves."""
-        out: list[Change] = []
+        out = [Change(Action.UPDATE, Kind.CLUSTER, name, Safety.DISRUPTIVE,
+                      "an earlier roll was interrupted while restarting this node: it is checked first, kept if it is "
+                      "back with its new configuration, else started again with its previous one (and the apply "
+                      "stops there, naming its error)", "roll", "interrupted", "checked") for name in self.in_progress]
         restarts = [s for s in self.steps if s.step is Step.RESTART]
         for number, s in enumerate(restarts, 1):
             role = ("active controller" if s.node.node_id == self.active_controller else
@@ -135,7 +146,10 @@ class ClusterWork:
             shown = (f"{moves.replicas_moved} replica(s) of {moves.partitions} partition(s) in {len(moves.targets)} "
                      f"topic(s) move, {moves.bytes_moved / 2**20:.1f} MiB to copy under the replication throttle "
                      f"(apply --throttle, default 50MiB/s), {moves.leaders_changed} preferred leader(s) change"
-                     if moves is not None else "the moves are computed once the new brokers run")
+                     if moves is not None else
+                     f"{len(self.reassigning)} partition(s) are being reassigned now ({_some(self.reassigning)}): "
+                     f"apply waits until that ends, then computes the moves" if self.reassigning else
+                     "the moves are computed once the new brokers run")
             out.append(Change(Action.UPDATE, Kind.CLUSTER, cluster.name, Safety.DISRUPTIVE,
                               f"{shown}: replicas move (throttled, in batches) until every broker holds within one "
                               f"replica of the brokers it can trade with without narrowing a rack spread; preferred "
@@ -156,18 +170,33 @@ def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection) -
         raise AssertionError("unreachable")
     quorum = _quorum(connection)
     active = quorum.leader if quorum else None
-    pending = REBALANCE_PENDING in dep.load(runtime.state_dir).extra
+    deployment = dep.load(runtime.state_dir)
+    pending = REBALANCE_PENDING in deployment.extra
     declared = {n.node_id for n in topology(cluster).controllers}  # ids need no rendering (nor new keys)
     leaving = {s.node.node_id for s in plan.steps if s.step is Step.REMOVE}
     dynamic = dep.load_secrets(runtime.state_dir).dynamic_quorum
     strays = tuple(sorted(set(quorum.behind_ms) - declared - leaving)) if quorum and dynamic else ()
-    work = ClusterWork(ordered(plan, active), plan.refused, pending, active, stray_voters=strays)
+    work = ClusterWork(ordered(plan, active), plan.refused, pending, active, stray_voters=strays,
+                       in_progress=interrupted(deployment))
     if not work.moves_partitions:
         return work
+    try:
+        moving = tuple(gates.reassigning(connection))
+    except KraftformError:
+        moving = ()  # an estimate, not a gate: `rebalance` reads them again and waits
+    if moving:
+        return dataclasses.replace(work, reassigning=moving)
     try:
         return dataclasses.replace(work, estimate=_estimate(connection, work))
     except PlacementRefused as exc:
         return dataclasses.replace(work, refused=(*work.refused, f"the brokers cannot be removed: {exc}"))
+
+
+def interrupted(deployment: dep.Deployment) -> tuple[str, ...]:
+    """The running nodes a roll was restarting when it stopped: marked before the stop, or replaced and neither
+    settled nor reverted."""
+    marked = {deployment.extra[ROLLING]} if deployment.extra.get(ROLLING) else set()
+    return tuple(sorted((marked | set(deployment.previous)) & {r.name for r in deployment.nodes}))
 
 
 def _estimate(connection: Connection, work: ClusterWork) -> Moves | None:
@@ -186,6 +215,10 @@ def _estimate(connection: Connection, work: ClusterWork) -> Moves | None:
     with contextlib.suppress(Exception):  # the sizes are a courtesy too
         moves.bytes_moved = sum(moves.sizes_of(gates.partition_sizes(connection)))
     return moves
+
+
+def _some(names: tuple[str, ...] | list[str], shown: int = 5) -> str:
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _quorum(connection: Connection) -> gates.Quorum | None:
@@ -219,11 +252,13 @@ def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connectio
     if work.refused:
         raise PlanRefusedError("the cluster's nodes cannot be changed as declared; nothing was done:\n" +
                                "\n".join(f"  {r}" for r in work.refused))
+    for name in work.in_progress:
+        _resume(runtime, name, connection, options, progress)
     rendered = {r.node.name: r for r in runtime.rendered(cluster, keep_new_keys=True)}
     adds = [s for s in work.steps if s.step is Step.ADD]
     removes = [s for s in work.steps if s.step is Step.REMOVE]
     if work.moves_partitions:
-        _mark_rebalance(runtime.state_dir, True)
+        _mark(runtime.state_dir, REBALANCE_PENDING, "1")
     for s in adds:
         started = time.monotonic()
         progress(f"adding {s.node.name} ({_role(s.node)} {s.node.node_id}) ...")
@@ -253,7 +288,7 @@ def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connectio
     if removes:
         runtime.set_bootstrap(cluster)
     if work.moves_partitions:
-        _mark_rebalance(runtime.state_dir, False)
+        _mark(runtime.state_dir, REBALANCE_PENDING, None)
 
 
 def roll(runtime: Nodes, cluster: ClusterSpec, restarts: list[NodeStep], rendered: Mapping[str, RenderedNode],
@@ -274,6 +309,7 @@ def roll(runtime: Nodes, cluster: ClusterSpec, restarts: list[NodeStep], rendere
                              f"{_untouched(order[number:])}") from None
         started, since_ms = time.monotonic(), int(time.time() * 1000)
         progress(f"{label}: restarting ({'; '.join(map(str, s.differences[:3]))}) ...")
+        _mark(runtime.state_dir, ROLLING, node.name)
         runtime.replace_node(cluster, rendered[node.name])
         try:
             _wait_back(runtime, s, connection, options, since_ms)
@@ -286,11 +322,48 @@ def roll(runtime: Nodes, cluster: ClusterSpec, restarts: list[NodeStep], rendere
                 back = "it was started again with its previous configuration and is back"
             except RollHalted as again:
                 back = f"it was started again with its previous configuration, which is not back either: {again}"
+            _mark(runtime.state_dir, ROLLING, None)
             raise RollHalted(f"{node.name} did not come back with its new configuration ({exc}); "
                              f"its log's last error: {cause}. {back}. "
                              f"{_untouched(order[number:])}") from None
         runtime.settle_node(node.name)
+        _mark(runtime.state_dir, ROLLING, None)
         progress(f"{label}: back in {time.monotonic() - started:.1f} s")
+
+
+def _resume(runtime: Nodes, name: str, connection: Connection, options: RollOptions, progress: Progress) -> None:
+    """The node an interrupted roll was restarting: kept if it is back (on whichever configuration it was
+    started with), else started again as it ran before the roll, and the apply stops there."""
+    deployment = dep.load(runtime.state_dir)
+    record = deployment.node(name)
+    step = NodeStep(Step.RESTART, Node(record.node_id, name, cast(tuple[Role, ...], tuple(record.roles))))
+    progress(f"{name}: an earlier roll was interrupted while restarting it; checking it first ...")
+    replaced = name in deployment.previous
+    try:
+        _wait_back(runtime, step, connection, options)
+    except RollHalted as exc:
+        if not replaced:
+            # Stopped (or still stopping) before its replacement started: started again as it was.
+            runtime.start_node(name)
+            try:
+                _wait_back(runtime, step, connection, options, int(time.time() * 1000))
+            except RollHalted as again:
+                raise RollHalted(f"{name}, where an earlier roll was interrupted, is not back ({again}); its log's "
+                                 f"last error: {runtime.last_error(name)}") from None
+            _mark(runtime.state_dir, ROLLING, None)
+            progress(f"{name}: started again as it was, and back")
+            return
+        cause = runtime.last_error(name)
+        progress(f"{name}: not back; starting it again with its previous configuration ...")
+        runtime.revert_node(name)
+        _wait_back(runtime, step, connection, options, int(time.time() * 1000))
+        _mark(runtime.state_dir, ROLLING, None)
+        raise RollHalted(f"{name} did not come back with its new configuration after the interrupted roll ({exc}); "
+                         f"its log's last error: {cause}. It was started again with its previous configuration and "
+                         f"is back; no other node was changed") from None
+    runtime.settle_node(name)
+    _mark(runtime.state_dir, ROLLING, None)
+    progress(f"{name}: back")
 
 
 def _untouched(rest: tuple[NodeStep, ...]) -> str:
@@ -310,12 +383,15 @@ def _wait_back(runtime: Nodes, s: NodeStep, connection: Connection, options: Rol
     wait_gate(f"{name} to be back", options.node_timeout_s, check)
 
 
-def _mark_rebalance(state_dir: Path, pending: bool) -> None:
+def _mark(state_dir: Path, key: str, value: str | None) -> None:
+    """Record (or with None clear) a step in progress in the deployment, before the step."""
     deployment = dep.load(state_dir)
-    if pending:
-        deployment.extra[REBALANCE_PENDING] = "1"
+    if value is None and key not in deployment.extra:
+        return
+    if value is None:
+        deployment.extra.pop(key)
     else:
-        deployment.extra.pop(REBALANCE_PENDING, None)
+        deployment.extra[key] = value
     dep.save(state_dir, deployment)
 
 
@@ -325,7 +401,17 @@ def _assignment(partitions: list[ReadPartition]) -> dict[tuple[str, int], tuple[
 
 def rebalance(connection: Connection, leaving: set[int], options: RollOptions, progress: Progress) -> None:
     """Move replicas off leaving brokers and even out the rest, throttled and in batches; then elect preferred
-    leaders. Kafka's internal topics move too: they are replicas like any other."""
+    leaders. Kafka's internal topics move too: they are replicas like any other. A reassignment already in
+    flight is waited for first: until it ends, replica lists hold its old and new replicas."""
+    moving: list[str] = []
+
+    def settled() -> str | None:
+        moving[:] = gates.reassigning(connection)
+        return f"{len(moving)} partition(s) are being reassigned ({_some(moving)})" if moving else None
+
+    if settled():
+        progress(f"partitions: waiting for the reassignment in flight to end ({_some(moving)}) ...")
+        wait_gate("the reassignment in flight to end", options.gate_timeout_s, settled)
     admin = gates.client(connection)
     racks = gates.broker_racks(admin)
     registered = tuple(sorted(racks))
@@ -354,17 +440,9 @@ def _move(connection: Connection, moves: Moves, registered: tuple[int, ...], opt
     progress(f"partitions: moving {moves.replicas_moved} replica(s) ({moves.bytes_moved / 2**20:.1f} MiB) and "
              f"{moves.leaders_changed} preferred leader(s) in {len(moves.targets)} topic(s) ...")
     applier = Applier(connection, {}, ApplyOptions(throttle_bytes_per_s=options.throttle_bytes_per_s), progress)
-    batch: list[Change] = []
-    size = 0
-    topics = sorted(moves.targets)
-    for i, topic in enumerate(topics):
-        target = moves.targets[topic]
-        batch.append(Change(Action.UPDATE, Kind.REPLICATION, topic, Safety.DISRUPTIVE, "rebalance",
-                            payload=Reassignment(target, registered)))
-        size += len(target)
-        if size >= options.batch_partitions or i == len(topics) - 1:
-            applier.replication(batch)
-            batch, size = [], 0
+    for batch in reassignment_batches(moves.targets, options.batch_partitions):
+        applier.replication([Change(Action.UPDATE, Kind.REPLICATION, topic, Safety.DISRUPTIVE, "rebalance",
+                                    payload=Reassignment(target, registered, first)) for topic, first, target in batch])
     if applier.failures:
         raise KraftformError("replica moves failed: " + "; ".join(map(str, applier.failures)))
 

@@ -25,7 +25,7 @@ from typing import Any
 from kraftform.cluster.connection import Connection
 from kraftform.declared import load_specs
 from kraftform.errors import UsageError
-from kraftform.specset.model import SpecSet
+from kraftform.specset.model import ClusterSpec, SpecSet
 from kraftform.testing.variant import Topology, for_tests, password_variable
 
 OWNER_FILE = "owner"
@@ -70,15 +70,21 @@ def sweep(base: Path) -> list[str]:
     return removed
 
 
-def _free_base_port(span: int = 500) -> int:
-    """A published port base for a Docker test cluster: its listeners at base..base+N and metrics at base+300..."""
+def _free_base_port(cluster: ClusterSpec) -> int:
+    """A published port base for a Docker test cluster such that nothing listens on any port it would publish:
+    each broker's external listener (base + its index) and each node's metrics (`metrics_host_port`)."""
+    from kraftform.cluster.containers import metrics_host_port
+    from kraftform.cluster.topology import topology
     from kraftform.runtime.local import listening
 
+    nodes = topology(cluster).nodes
+    offsets = sorted({n.broker_index for n in nodes if n.broker_index is not None}
+                     | {metrics_host_port(0, n.node_id) for n in nodes})
     for _ in range(100):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = int(s.getsockname()[1])
-        if port + span < 65535 and not any(listening("127.0.0.1", port + i) for i in (0, 1, 2, 301, 401)):
+        if port + offsets[-1] < 65535 and not any(listening("127.0.0.1", port + i) for i in offsets):
             return port
     raise UsageError("no free ports for a Docker test cluster")
 
@@ -201,6 +207,6 @@ def _with_free_ports(specs: SpecSet) -> SpecSet:
 
     security = specs.cluster.security
     listener = dataclasses.replace(security.external_listener, enabled=True, host="localhost",
-                                   base_port=_free_base_port())
+                                   base_port=_free_base_port(specs.cluster))
     cluster = dataclasses.replace(specs.cluster, security=dataclasses.replace(security, external_listener=listener))
     return dataclasses.replace(specs, cluster=cluster)

@@ -31,7 +31,7 @@ from kraftform.runtime import get_runtime, runtime_of
 from kraftform.runtime.deployment import load
 from kraftform.specset.loader import load_documents
 from kraftform.specset.model import Profile, SpecSet
-from kraftform.verification import durability, performance, resilience
+from kraftform.verification import durability, nodework, performance, resilience
 from kraftform.verification.report import Check, Outcome, Report, Table, check
 from kraftform.verification.secretscan import Leak, find_leaks
 from kraftform.verification.target import Target
@@ -59,14 +59,16 @@ class Mode:
     spec_sets: int
     plan_every: int
     kill_trials: int
+    #: Applies of node work (rolls, a broker added and removed) SIGKILLed; only on a cluster kraftform runs.
+    node_kills: int
 
 
 QUICK = Mode("quick", failure_records=100_000, failure_rate=10_000, controller_records=60_000,
              controller_rate=5_000, perf_records=60_000, paced_rate=1_000, paced_records=15_000,
-             spec_sets=500, plan_every=10, kill_trials=20)
+             spec_sets=500, plan_every=10, kill_trials=20, node_kills=3)
 FULL = Mode("full", failure_records=500_000, failure_rate=20_000, controller_records=200_000,
             controller_rate=10_000, perf_records=300_000, paced_rate=1_000, paced_records=60_000,
-            spec_sets=2_000, plan_every=1, kill_trials=50)
+            spec_sets=2_000, plan_every=1, kill_trials=50, node_kills=20)
 
 
 @dataclass
@@ -293,6 +295,27 @@ class Verification:
             f"{converged} of {len(trials)} trials converged ({killed} applies killed); killed at: "
             + ", ".join(f"{k} ({n})" for k, n in sorted(reached.items())), time.monotonic() - start))
 
+    def node_kills(self, target: Target) -> None:
+        guarantee = ("node work SIGKILLed anywhere converges on the next apply; no acknowledged write lost, no "
+                     "partition offline, no throttle left")
+        if target.state_dir is None:
+            self.checks.append(_not_run("resilience", guarantee, "needs a cluster kraftform runs (--state-dir, or "
+                                        "none given: verify starts one)"))
+            return
+        count = self.options.mode.node_kills
+        self.progress(f"  {count} applies of node work SIGKILLed at random points ...")
+        kills = nodework.node_kill_trials(target, self.trial_cluster(), count, self.options.seed, self.progress)
+        self.tables.append(Table("Node work SIGKILLed at random points, then applied again and planned",
+                                 ("trial", "change", "killed after s", "last step reported", "converged"),
+                                 tuple((str(t.trial), t.change, f"{t.killed_after_s:.1f}", t.reached,
+                                        "yes" if t.converged else f"NO: {t.detail[-200:]}") for t in kills.trials)))
+        killed = sum(1 for t in kills.trials if t.reached != resilience.FINISHED)
+        self.checks.append(check(
+            "resilience", guarantee, kills.passed and killed >= count,
+            f"{sum(t.converged for t in kills.trials)} of {len(kills.trials)} trials converged ({killed} applies "
+            f"killed); {kills.lost} of {kills.acked} acknowledged records lost; at most {kills.offline_max} "
+            f"partition(s) offline; throttles left on: {', '.join(kills.throttled) or 'none'}", kills.seconds))
+
     def trial_cluster(self) -> dict[str, Any]:
         """The specs' cluster section for the trials' spec sets (conventions and scopes are the trials' own)."""
         for doc in load_documents(self.options.specs_dir):
@@ -359,6 +382,7 @@ def verify(options: Options, progress: Progress, render: Callable[[Report], str]
         run.timed("profile performance", lambda: run.speeds(target))
         run.timed("delivery under failure", lambda: run.failures(target))
         run.timed("resilience", lambda: run.resilience(target))
+        run.timed("node work under SIGKILL", lambda: run.node_kills(target))
         target.delete_topics()
     finally:
         if run.own_state is not None and (run.own_state / "cluster.json").is_file():

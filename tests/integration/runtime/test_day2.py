@@ -164,6 +164,36 @@ def test_a_node_that_cannot_start_halts_the_roll_and_the_others_keep_running(day
     assert done.returncode == 0, done.stdout
 
 
+def test_an_apply_killed_in_a_roll_is_resumed_at_the_node_it_was_restarting(day2: Day2) -> None:
+    """`kraftform apply` SIGKILLed once it has marked the node it is restarting: the next plan names that node,
+    the next apply checks it first, then rolls the rest; nothing is left to do after it."""
+    day2.edit(broker_config={"num.replica.fetchers": "2", "log.retention.check.interval.ms": "900000"})
+    process = subprocess.Popen([shutil.which("kraftform") or "kraftform", "apply", str(day2.specs), "--state-dir",
+                                str(day2.state), "--auto-approve"], stdout=subprocess.DEVNULL,
+                               stderr=(day2.state / "killed-apply.stderr").open("w"))
+    marked: list[str] = []
+    try:
+        deadline = time.monotonic() + 300
+        while not marked and time.monotonic() < deadline and process.poll() is None:
+            extra = json.loads((day2.state / "cluster.json").read_text())["extra"]
+            marked += [extra["rolling"]] if extra.get("rolling") else []
+            time.sleep(0.05)
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+    assert marked, (day2.state / "killed-apply.stderr").read_text()
+    planned = day2.kraftform("plan")
+    assert planned.returncode == 2 and f"{marked[0]} roll: interrupted -> checked" in planned.stdout, planned.stdout
+    applied = day2.kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert f"{marked[0]}: an earlier roll was interrupted while restarting it; checking it first" in applied.stderr
+    assert day2.kraftform("plan").returncode == 0
+    deployment = load(day2.state)
+    assert "rolling" not in deployment.extra and not deployment.previous
+    assert {r.properties["log.retention.check.interval.ms"] for r in deployment.nodes if "broker" in r.roles
+            and r.properties} == {"900000"}
+
+
 def test_three_to_four_brokers_moves_partitions_onto_the_new_one_and_back(day2: Day2) -> None:
     admin = day2.admin
     topics = [f"day2.load.{i}.{uuid.uuid4().hex[:4]}" for i in range(4)]

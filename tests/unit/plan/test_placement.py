@@ -112,7 +112,7 @@ def test_balance_gives_a_new_broker_its_share_of_every_topic_not_only_of_the_che
 # --- properties of drain and balance, on layouts hypothesis draws ----------------------------------------
 
 
-from kraftform.plan.placement import target_assignment  # noqa: E402
+from kraftform.plan.placement import reassignment_batches, target_assignment  # noqa: E402
 
 
 @st.composite
@@ -220,3 +220,18 @@ def test_replicas_that_may_cross_racks_never_narrow_a_partitions_spread(
     assert all(spread(r, grown) == 2 for r in after.values())
     _leaders_even_where_the_replicas_allow(after, grown)
     assert balance(after, grown) == after
+
+
+def test_reassignment_batches_count_partitions_and_split_a_large_topic() -> None:
+    targets = {"big": tuple((1, 2, 3) for _ in range(450)), "a": ((1, 2),) * 30, "z": ((2, 3),) * 5}
+    batches = reassignment_batches(targets, 200)
+    assert [sum(len(share) for _, _, share in b) for b in batches] == [200, 200, 85]
+    seen = [(topic, first + i) for b in batches for topic, first, share in b for i in range(len(share))]
+    assert sorted(seen) == sorted((t, p) for t, target in targets.items() for p in range(len(target)))
+    assert len(seen) == len(set(seen))
+    # Each share carries the targets of the partitions it names.
+    for b in batches:
+        for topic, first, share in b:
+            assert share == targets[topic][first:first + len(share)]
+    assert reassignment_batches({}, 200) == []
+    assert [len(b) for b in reassignment_batches({"t": ((1,),) * 3}, 1)] == [1, 1, 1]

@@ -1,0 +1,205 @@
+"""Node work that survives a SIGKILL: `kraftform apply --state-dir` killed at random points of rolling restarts and
+of a broker added and removed again, while an acks=all idempotent producer writes throughout. After each kill a
+plain apply must converge (the plan empty after it); over the whole run no acknowledged record may be lost, no
+partition may go offline (sampled every half second) and no replication throttle may be left. This is
+`resilience.kill_trials` for the cluster's nodes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+
+from kraftform.definitions.server_configs import THROTTLE_RATES
+from kraftform.specset.model import Profile
+from kraftform.verification.durability import ProducerWatch, read_all
+from kraftform.verification.resilience import FINISHED
+from kraftform.verification.target import Target
+
+Progress = Callable[[str], None]
+#: A read-only broker setting (rendered into server.properties), so that a new value is a rolling restart.
+ROLLED = "log.retention.check.interval.ms"
+#: Where `apply` is in node work, from what it prints (a roll's steps, adds, moves and removals).
+_STEPS = ("[", "adding ", "  ", "partitions: ", "removing ")
+PRODUCER = Profile("node-kills", replication_factor=3, topic={"min.insync.replicas": "2"},
+                   producer={"acks": "all", "enable.idempotence": "true", "retries": "2147483647"})
+
+
+@dataclass(frozen=True)
+class NodeKill:
+    trial: int
+    change: str
+    killed_after_s: float
+    #: The last step the killed apply reported (or that it finished before the kill).
+    reached: str
+    converged: bool
+    detail: str = ""
+
+
+@dataclass
+class NodeKills:
+    trials: list[NodeKill] = field(default_factory=list)
+    acked: int = 0
+    lost: int = 0
+    #: The most partitions without a leader seen at once during the run.
+    offline_max: int = 0
+    #: Brokers with a replication throttle after the last apply.
+    throttled: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return (all(t.converged for t in self.trials) and not self.lost and not self.offline_max
+                and not self.throttled)
+
+
+def changes(cluster: Mapping[str, Any], count: int) -> list[tuple[str, dict[str, Any]]]:
+    """`count` cluster sections in turn: a roll, a broker added, a roll, the broker removed, and so on; each a
+    change from the one before it."""
+    brokers = int(cluster["brokers"])
+    out: list[tuple[str, dict[str, Any]]] = []
+    for trial in range(1, count + 1):
+        before = out[-1][1] if out else dict(cluster)
+        settings = dict(before.get("broker_config") or {})
+        if trial % 2:
+            settings[ROLLED] = str(300_000 + 1_000 * trial)
+            out.append((f"roll ({ROLLED}={settings[ROLLED]})", {**before, "broker_config": settings}))
+        else:
+            grown = int(before["brokers"]) == brokers
+            out.append((f"brokers {before['brokers']} -> {brokers + 1 if grown else brokers}",
+                        {**before, "brokers": brokers + 1 if grown else brokers}))
+    return out
+
+
+class _OfflineWatch:
+    """Samples every partition's leader twice a second on a thread; the most without one at once."""
+
+    def __init__(self, target: Target) -> None:
+        self.target, self.most, self._stop = target, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            try:
+                topics = self.target.admin().list_topics(timeout=5).topics.values()
+            except Exception:  # a metadata request during a restart: the next sample counts
+                continue
+            self.most = max(self.most, sum(p.leader < 0 for t in topics for p in t.partitions.values()))
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        return self.most
+
+
+def _throttled(target: Target) -> tuple[str, ...]:
+    left = []
+    for broker in sorted(target.admin().list_topics(timeout=30).brokers):  # one broker per request, as Kafka asks
+        [future] = target.admin().describe_configs([ConfigResource(ResourceType.BROKER, str(broker))]).values()
+        entries = future.result(timeout=30)
+        if any(entries.get(k) is not None and entries[k].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+               for k in THROTTLE_RATES):
+            left.append(str(broker))
+    return tuple(left)
+
+
+def _records(target: Target, topic: str, partitions: int) -> int:
+    """How many records the topic holds (no transactions write to it: one offset per record)."""
+    consumer = Consumer({**target.connection.librdkafka(), "group.id": f"kraftform-verify-{target.run_id}-count"})
+    try:
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions))
+    finally:
+        consumer.close()
+
+
+def node_kill_trials(target: Target, cluster: Mapping[str, Any], count: int, seed: int, progress: Progress
+                     ) -> NodeKills:
+    """`count` applies of node work SIGKILLed at random points (a trial whose apply finished first is reported
+    and one more change is made), each followed by an apply and a plan that must be empty; the cluster is left as
+    `cluster` declares it."""
+    if target.state_dir is None:
+        raise ValueError("node kill trials need a cluster kraftform runs (its state directory)")
+    started = time.monotonic()
+    rng = random.Random(seed)
+    specs = target.workdir / "node-specs"
+    specs.mkdir(parents=True, exist_ok=True)
+    state = str(target.state_dir)
+
+    def write(section: Mapping[str, Any]) -> None:
+        (specs / "cluster.yaml").write_text(yaml.safe_dump({"cluster": dict(section)}))
+
+    def command(verb: str, *extra: str) -> list[str]:
+        return [sys.executable, "-m", "kraftform", verb, str(specs), "--state-dir", state, *extra]
+
+    def run(verb: str, name: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(command(verb, *extra), capture_output=True, text=True, timeout=1800, check=False)
+        (target.workdir / "logs" / f"{name}.log").write_text(done.stdout + done.stderr)
+        return done
+
+    topic = target.topic("node-kills")
+    target.create_topic(topic, 6, target.replication_factor(PRODUCER), PRODUCER.topic)
+    producer = ProducerWatch(target, topic, PRODUCER, 10_000_000, 200, "node-kills")
+    offline = _OfflineWatch(target)
+    result = NodeKills()
+    # How long each kind of change takes, learnt as it goes: the kills fall inside one.
+    took = {"roll": 90.0, "brokers": 60.0}
+    try:
+        producer.wait_acked(200, 120)
+        trial = killed = 0
+        # A change whose apply finished before its kill is done: the next trial makes the next change.
+        for trial, (change, section) in enumerate(changes(cluster, 3 * count), 1):
+            if killed >= count:
+                break
+            kind = change.split()[0]
+            write(section)
+            after = rng.uniform(0.05, 0.9) * took[kind]
+            log = target.workdir / "logs" / f"node-{trial}-killed.log"
+            began = time.monotonic()
+            with open(log, "w") as out:
+                process = subprocess.Popen(command("apply", "--auto-approve", "--allow-destructive"),
+                                           stdout=out, stderr=subprocess.STDOUT)
+                try:
+                    process.wait(timeout=after)
+                    reached = FINISHED
+                    took[kind] = time.monotonic() - began
+                except subprocess.TimeoutExpired:
+                    os.kill(process.pid, signal.SIGKILL)
+                    process.wait(timeout=30)
+                    steps = [line.strip() for line in log.read_text().splitlines() if line.startswith(_STEPS)]
+                    reached = steps[-1] if steps else "before its first step"
+            again = run("apply", f"node-{trial}-apply", "--auto-approve", "--allow-destructive")
+            planned = run("plan", f"node-{trial}-plan")
+            converged = again.returncode == 0 and planned.returncode == 0
+            detail = "" if converged else (again.stdout + again.stderr + planned.stdout)[-600:]
+            result.trials.append(NodeKill(trial, change, after, reached, converged, detail))
+            killed += reached != FINISHED
+            progress(f"  node trial {trial} ({change}): killed after {after:.1f} s ({reached}); "
+                     f"{'converged' if converged else 'DID NOT converge'}")
+        write(cluster)
+        last = run("apply", "node-kills-last", "--auto-approve", "--allow-destructive")
+        if last.returncode != 0:
+            result.trials.append(NodeKill(trial + 1, "back to the declared cluster", 0.0, "unkilled", False,
+                                          last.stderr[-600:]))
+        result.throttled = _throttled(target)
+    finally:
+        result.offline_max = offline.stop()
+        if producer.process.poll() is None:
+            producer.process.terminate()
+        acked = set(producer.finish(timeout=60).acked)
+    read = set(read_all(target, topic, PRODUCER, _records(target, topic, 6), "node-kills"))
+    result.acked, result.lost = len(acked), len(acked - read)
+    result.seconds = time.monotonic() - started
+    return result

@@ -1,0 +1,38 @@
+"""What the plan says of node work it finds half done: a roll interrupted at a node, a reassignment in flight."""
+
+from __future__ import annotations
+
+from kraftform.declared import load_specs
+from kraftform.plan.changes import Action, Safety
+from kraftform.runtime.deployment import Deployment, NodeRecord
+from kraftform.runtime.rolling import ROLLING, ClusterWork, interrupted
+
+from ...conftest import EXAMPLE_SPECS
+
+
+def deployment(**extra: str) -> Deployment:
+    nodes = [NodeRecord(f"p-broker-{i}", i + 1, ["broker"]) for i in range(3)]
+    return Deployment("local", "p", "localhost:1", 3, "4.3.1", nodes, dict(extra))
+
+
+def test_the_node_a_roll_was_restarting_is_found_by_its_mark_or_its_kept_previous_record() -> None:
+    assert interrupted(deployment()) == ()
+    assert interrupted(deployment(**{ROLLING: "p-broker-1"})) == ("p-broker-1",)
+    replaced = deployment()
+    replaced.previous["p-broker-2"] = replaced.nodes[2]
+    assert interrupted(replaced) == ("p-broker-2",)
+    # A mark naming a node no longer in the cluster (removed since) is not a node to check.
+    assert interrupted(deployment(**{ROLLING: "p-broker-9"})) == ()
+
+
+def test_the_plan_shows_an_interrupted_node_first_and_a_reassignment_in_flight() -> None:
+    cluster = load_specs(EXAMPLE_SPECS).cluster
+    work = ClusterWork(in_progress=("p-broker-1",))
+    assert work.to_do
+    [change] = work.changes(cluster)
+    assert (change.action, change.resource, change.safety) == (Action.UPDATE, "p-broker-1", Safety.DISRUPTIVE)
+    assert "interrupted" in change.reason and "checked first" in change.reason
+    moving = tuple(f"t-{p}" for p in range(7))
+    [moves] = ClusterWork(rebalance_pending=True, reassigning=moving).changes(cluster)
+    assert "7 partition(s) are being reassigned now (t-0, t-1, t-2, t-3, t-4 and 2 more)" in moves.reason
+    assert "apply waits until that ends" in moves.reason

@@ -7,14 +7,14 @@ Spark's Kafka connector (`org.apache.spark:spark-sql-kafka-0-10_2.13`), at pyspa
 from __future__ import annotations
 
 #: The Apache Kafka release kraftform provisions and tests against: the newest 4.x whose full artifact set
-#: (server and kafka-tools) is on Maven Central. 4.4.0 is published without kafka-tools, so not yet.
-KAFKA_VERSION = "4.3.1"
+#: (server and kafka-tools with their dependencies) is on Maven Central. 4.4.0's resolved whole on 2026-11-25.
+KAFKA_VERSION = "4.4.0"
 
 #: Kafka 4 releases a spec may ask for: those whose full artifact set Maven Central has.
-SUPPORTED_KAFKA_VERSIONS = ("4.0", "4.1", "4.2", "4.3")
+SUPPORTED_KAFKA_VERSIONS = ("4.0", "4.1", "4.2", "4.3", "4.4")
 
 #: Logging for the Kafka JVMs: Kafka 4 logs through SLF4J to Log4j 2, as the official image does.
-#: Kafka 4.3 builds against SLF4J 1.7, so the binding is Log4j 2's SLF4J 1.x bridge.
+#: Kafka 4.3 and 4.4 build against SLF4J 1.7, so the binding is Log4j 2's SLF4J 1.x bridge.
 LOG4J_VERSION = "2.24.3"
 
 #: The Prometheus JMX exporter java agent every Kafka node runs (io.prometheus.jmx:jmx_prometheus_javaagent): the

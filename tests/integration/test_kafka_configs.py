@@ -37,3 +37,20 @@ def test_the_group_settings_table_is_the_pinned_kafkas_own() -> None:
     assert parse_group_config_docs(docs) == GROUP_CONFIGS, \
         "definitions/group_table.py is out of date: run scripts/generate-kafka-configs"
     assert GROUP_CONFIGS["consumer.session.timeout.ms"][0] == "int"
+
+
+def test_every_tool_kraftform_runs_is_a_class_of_the_pinned_jars() -> None:
+    """A release can move a tool (4.4 moved ConfigCommand from kafka.admin into kafka-tools): a class missing from
+    the jars is found here, not by a user's `plan` failing with ClassNotFoundException."""
+    import zipfile
+
+    from kraftform.cluster import render
+    from kraftform.runtime import tools
+
+    home = ensure_kafka(PINNED)
+    classes = {name for jar in (home / "libs").glob("*.jar") for name in zipfile.ZipFile(jar).namelist()}
+    mains = [v for k, v in vars(tools).items()
+             if k.isupper() and isinstance(v, str) and v.startswith(("org.apache.kafka.", "kafka."))]
+    mains += [render.STORAGE_TOOL, render.KAFKA_MAIN]
+    assert len(mains) >= 10
+    assert [m for m in mains if m.replace(".", "/") + ".class" not in classes] == []

@@ -8,7 +8,9 @@ from typing import Any
 
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.declared import load_specs
+from kraftform.errors import UsageError
 from kraftform.runtime import RUNTIMES, get_runtime, runtime_of
+from kraftform.versions import SUPPORTED_KAFKA_VERSIONS
 
 #: Where `cluster up` keeps a cluster's state and admin client files; every command that finds a cluster by
 #: its state directory defaults to it, so the quick start's commands need no --state-dir.
@@ -39,6 +41,9 @@ def register(sub: Any) -> None:
     build = isub.add_parser(
         "build", help="debootstrap base images, then Kafka from Maven Central, kcat, Prometheus, and Spark with "
                  "kraftform")
+    build.add_argument("--kafka-version", action="append", default=[], metavar="VERSION",
+                       help="also build the Kafka image of this release (repeatable; the pinned one is always "
+                            "built): what a stack with `kraftform:image local` runs for specs of that kafka_version")
     build.set_defaults(handler=cmd_images_build)
 
 
@@ -92,6 +97,11 @@ def cmd_images_build(args: argparse.Namespace) -> int:
     log: list[str] = []
     client = docker_client()
     build_kafka(client, log)
+    for version in dict.fromkeys(args.kafka_version):
+        if version.rsplit(".", 1)[0] not in SUPPORTED_KAFKA_VERSIONS or version.count(".") != 2:
+            raise UsageError(f"--kafka-version {version}: not a supported Kafka release "
+                             f"({', '.join(v + '.x' for v in SUPPORTED_KAFKA_VERSIONS)})")
+        build_kafka(client, log, version)
     build_kcat(client, log)
     build_prometheus(client, log)
     build_spark(client, log)

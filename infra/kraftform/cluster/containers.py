@@ -34,7 +34,6 @@ LOCAL_IMAGE = f"kraftform/kafka:{KAFKA_VERSION}"
 LABEL_CLUSTER = "dev.kraftform.cluster"
 LABEL_NODE = "dev.kraftform.node"
 LABEL_ROLES = "dev.kraftform.roles"
-OFFICIAL_IMAGE = f"apache/kafka:{KAFKA_VERSION}"
 
 
 @dataclass(frozen=True)
@@ -171,6 +170,16 @@ def render_in_containers(topo: Topology, secrets: ClusterSecrets) -> tuple[Rende
 def kafka_image(version: str) -> str:
     """The locally built image of a Kafka version (`runtime.images.build_kafka` builds it)."""
     return LOCAL_IMAGE if version == KAFKA_VERSION else f"kraftform/kafka:{version}"
+
+
+def stack_image(choice: str, kafka_version: str) -> str:
+    """The image a stack's `kraftform:image` names for the specs' Kafka version: `official` (apache/kafka),
+    `local` (built by `kraftform images build`), or an image name taken as it is. The version comes from the
+    specs, so `kafka_version: 4.3.1 -> 4.4.0` is a new image and a roll, never the pinned release under an old
+    version's name."""
+    if choice == "official":
+        return f"apache/kafka:{kafka_version}"
+    return kafka_image(kafka_version) if choice == "local" else choice
 
 
 def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_IMAGE) -> tuple[ContainerSpec, ...]:

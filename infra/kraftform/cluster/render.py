@@ -140,6 +140,9 @@ class RenderedNode:
     format_options: tuple[str, ...] = ()
 
 
+#: The main classes a node is formatted and run with (kafka-storage.sh, kafka-server-start.sh).
+STORAGE_TOOL = "kafka.tools.StorageTool"
+KAFKA_MAIN = "kafka.Kafka"
 #: For StorageTool and other one-shot tools: start quickly (C1 only, serial GC); they run for a second.
 TOOL_JAVA_OPTIONS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto")
 
@@ -158,7 +161,7 @@ def java_options(node: Node, paths: NodePaths) -> tuple[str, ...]:
 def format_args(classpath: str, cluster_id: str, paths: NodePaths) -> tuple[str, ...]:
     """The JVM arguments that format a node's storage (the SCRAM users follow: `RenderedNode.scram_args`), the
     one place they are written: the local runtime runs them, the containers' command renders them."""
-    return (*TOOL_JAVA_OPTIONS, "-cp", classpath, "kafka.tools.StorageTool", "format", "--cluster-id", cluster_id,
+    return (*TOOL_JAVA_OPTIONS, "-cp", classpath, STORAGE_TOOL, "format", "--cluster-id", cluster_id,
             "--config", paths.server_properties, "--ignore-formatted")
 
 
@@ -168,7 +171,7 @@ def server_args(node: Node, paths: NodePaths, classpath: str, metrics_host: str 
     serving on `metrics_host` when the paths name its jar, and the runtime's `extra` JVM options."""
     agent = (agent_option(paths.metrics_agent, metrics_host, paths.config_dir),) \
         if paths.metrics_agent and metrics_host else ()
-    return (*java_options(node, paths), *extra, *agent, "-cp", classpath, "kafka.Kafka", paths.server_properties)
+    return (*java_options(node, paths), *extra, *agent, "-cp", classpath, KAFKA_MAIN, paths.server_properties)
 
 
 def render_node(topo: Topology, node: Node, addr: Addressing, paths: NodePaths,

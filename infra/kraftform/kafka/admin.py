@@ -221,7 +221,8 @@ def _py_kind(exc: Exception) -> type[KraftformError]:
 
 @contextmanager
 def kafka_python_admin(connection: Connection, requests: Requests) -> Iterator[Any]:
-    """kafka-python's admin client, for the two APIs confluent-kafka lacks; closed on exit."""
+    """kafka-python's admin client, for the APIs confluent-kafka lacks; closed on exit. Its errors escaping the
+    block are kraftform's (classified as `translated` does), never a traceback."""
     from kraftform.kafka.kafka_python import KafkaAdminClient
     from kraftform.kafka.kafka_python import KafkaError as PyKafkaError
 
@@ -232,5 +233,8 @@ def kafka_python_admin(connection: Connection, requests: Requests) -> Iterator[A
         raise ConnectionFailed(f"cannot connect to {connection.bootstrap} (kafka-python): {exc}") from None
     try:
         yield client
+    except PyKafkaError as exc:
+        raise _py_kind(exc)(f"a request to {connection.bootstrap} (kafka-python) failed: {type(exc).__name__}: "
+                            f"{exc}") from None
     finally:
         client.close()

@@ -31,10 +31,12 @@ from confluent_kafka.admin import (
 )
 
 from kraftform.cluster.connection import Connection
+from kraftform.errors import AuthenticationFailed, ConnectionFailed
 from kraftform.kafka.admin import TIMEOUT, Admin, Requests, batches, kafka_python_admin
 from kraftform.kafka.quotas import describe_quotas
 from kraftform.plan.state import ClusterState, TopicState, UserState
 from kraftform.specset.model import AclBinding, QuotaEntity
+from kraftform.waiting import NotYet, poll
 
 #: Topics per DescribeConfigs request: large enough to keep requests few, small enough for any broker.
 CONFIG_BATCH = 1000
@@ -245,6 +247,29 @@ def _quotas_and_features(connection: Connection, admin: Admin, features: Mapping
         return quotas, finalised, supported, _feature_verdicts(client, admin, features, finalised)
 
 
+#: How long a read through kafka-python is tried again when its broker drops the connection.
+PY_READ_RETRY_S = 30.0
+
+
+def _quotas_and_features_retried(connection: Connection, admin: Admin, features: Mapping[str, int]
+                                 ) -> tuple[Quotas, dict[str, int], dict[str, int], dict[str, str]]:
+    """`_quotas_and_features`, again while the connection fails: kafka-python sends each request to one broker
+    of its choosing, and one a roll is restarting (or an interrupted roll left stopped, which the next apply
+    reads before it checks that node) drops it; the next attempt goes to another broker. A refused login is not
+    retried."""
+
+    def once() -> tuple[Quotas, dict[str, int], dict[str, int], dict[str, str]]:
+        try:
+            return _quotas_and_features(connection, admin, features)
+        except AuthenticationFailed:
+            raise
+        except ConnectionFailed as exc:
+            raise NotYet(str(exc)) from None
+
+    return poll("client quotas and feature levels (kafka-python)", PY_READ_RETRY_S, once, interval=1.0,
+                error=ConnectionFailed)
+
+
 def observe(connection: Connection, topics_only: Collection[str] | None = None,
             admin: Admin | None = None, broker_keys: Collection[str] = (),
             features: Mapping[str, int] | None = None, groups: Collection[str] = (),
@@ -273,7 +298,7 @@ def observe(connection: Connection, topics_only: Collection[str] | None = None,
     with ThreadPoolExecutor(max_workers=4) as reads:
         acl_read = reads.submit(_acls, admin)
         user_read = reads.submit(_users, admin)
-        python_read = reads.submit(_quotas_and_features, connection, admin, features or {})
+        python_read = reads.submit(_quotas_and_features_retried, connection, admin, features or {})
         broker_read = reads.submit(_broker_configs, admin, brokers, broker_keys)
         topics, defaults = _topics(admin, topics_only, topic_configs_of, known_topics)
         (acls, skipped), users = acl_read.result(), user_read.result()

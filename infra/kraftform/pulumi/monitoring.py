@@ -113,8 +113,8 @@ class Monitoring(pulumi.ComponentResource):
         prometheus = pulumi.Output.from_input(network).apply(lambda net: prometheus_container(specs, net, port))
         image = docker.RemoteImage(f"{name}-prometheus-image", name=PROMETHEUS_IMAGE, keep_locally=True, opts=child)
         tsdb = docker.Volume(f"{name}-prometheus-data", name=prometheus.apply(lambda c: c.volume), opts=child)
-        container_resource(prometheus_name(name), prometheus, image.image_id, network, tsdb, self, wait_timeout=120,
-                           after=after)
+        server = container_resource(prometheus_name(name), prometheus, image.image_id, network, tsdb, self,
+                                    wait_timeout=120, after=after)
         files = spec_files(specs, specs_dir)
         # The consumers' volume, where their checkpoints are; without consumers, a volume of its own.
         mounted = consumers_volume_name(name) if consumers_volume is not None else f"{exporter_name(name)}-data"
@@ -124,6 +124,7 @@ class Monitoring(pulumi.ComponentResource):
         spark = docker.RemoteImage(f"{name}-exporter-image", name=spark_image, keep_locally=True, opts=child)
         container_resource(exporter_name(name), pulumi.Output.unsecret(exporter), spark.image_id, network, volume, self,
                            wait_timeout=None, after=after)
-        self.prometheus_url = pulumi.Output.from_input(f"http://127.0.0.1:{port}")
+        # Known once Prometheus is up (Docker reported it healthy), not before: a step reading it finds it serving.
+        self.prometheus_url = server.id.apply(lambda _: f"http://127.0.0.1:{port}")
         self.register_outputs({"prometheus_url": self.prometheus_url})
 

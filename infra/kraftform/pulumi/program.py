@@ -16,7 +16,7 @@ import pulumi
 import pulumi_docker as docker
 
 from kraftform.cluster.connection import SASL_SSL, Connection
-from kraftform.cluster.containers import LABEL_CLUSTER, LOCAL_IMAGE, OFFICIAL_IMAGE, in_containers, network_bootstrap
+from kraftform.cluster.containers import LABEL_CLUSTER, in_containers, network_bootstrap, stack_image
 from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
 from kraftform.definitions.server_configs import definition
@@ -34,8 +34,6 @@ from kraftform.runtime.images import spark_image
 from kraftform.spark.containers import consumers_volume
 from kraftform.spark.manifest import consumer_manifest
 from kraftform.specset.model import DEFAULT_ENTITY, SpecSet, UserSpec
-
-IMAGES = {"official": OFFICIAL_IMAGE, "local": LOCAL_IMAGE}
 
 
 @dataclass(frozen=True)
@@ -216,7 +214,8 @@ def build(cfg: StackConfig) -> Stack:
     depends: list[pulumi.Resource] = []
     cluster: KafkaCluster | None = None
     if cfg.mode == "docker":
-        cluster = KafkaCluster(specs.cluster.name, specs.cluster, IMAGES.get(cfg.image, cfg.image), cfg.admin_password)
+        cluster = KafkaCluster(specs.cluster.name, specs.cluster, stack_image(cfg.image, specs.cluster.kafka_version),
+                               cfg.admin_password)
         depends = list(cluster.ready)
         connection: pulumi.Input[dict[str, Any]] = cluster.connection
         bootstrap: pulumi.Input[str] = cluster.bootstrap_servers

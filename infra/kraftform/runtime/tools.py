@@ -13,7 +13,8 @@ from kraftform.runtime.local import java_binary
 from kraftform.subprocesses import run_to_end
 from kraftform.versions import KAFKA_VERSION
 
-CONFIGS = "kafka.admin.ConfigCommand"  # kafka-configs.sh
+#: The tools run from the pinned release's jars; 4.4 moved ConfigCommand from kafka.admin into kafka-tools.
+CONFIGS = "org.apache.kafka.tools.ConfigCommand"  # kafka-configs.sh
 ACLS = "org.apache.kafka.tools.AclCommand"  # kafka-acls.sh
 METADATA_QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"  # kafka-metadata-quorum.sh
 TOPICS = "org.apache.kafka.tools.TopicCommand"  # kafka-topics.sh

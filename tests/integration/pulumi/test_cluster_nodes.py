@@ -4,22 +4,32 @@ changes a team makes (a setting read at start, brokers and controllers added, th
 engine `kraftform apply --state-dir` runs, checked from outside: container starts, Kafka's own view of its
 brokers, voters and replicas.
 
-The tests run in order on one cluster, each leaving it as its inputs declare."""
+The cluster starts on the release pinned before (OLD) and is upgraded to the pinned one first, under an acks=all
+producer. The tests run in order on one cluster, each leaving it as its inputs declare."""
 
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from pulumi.runtime import proto
 
 from kraftform.cluster.connection import Connection
-from kraftform.cluster.containers import LOCAL_IMAGE, bootstrap_servers, container_specs, in_containers
+from kraftform.cluster.containers import (
+    LOCAL_IMAGE,
+    bootstrap_servers,
+    container_specs,
+    in_containers,
+    stack_image,
+)
 from kraftform.cluster.render import secrets_from_dict
 from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
@@ -31,6 +41,7 @@ from kraftform.runtime.engine import docker_client
 from kraftform.runtime.images import build_kafka
 from kraftform.runtime.rolling import RollOptions
 from kraftform.specset.model import ClusterDefaults, ClusterSpec, ExternalListener
+from kraftform.versions import KAFKA_VERSION
 
 from ...conftest import REPO
 from ..runtime.conftest import FIXTURE, clear_leftovers
@@ -40,6 +51,8 @@ pytestmark = pytest.mark.integration
 
 NAME = "kfstack"
 TOPIC = "stack.moves"
+#: The release the stack starts on: the one pinned before KAFKA_VERSION.
+OLD = "4.3.1"
 
 
 @dataclasses.dataclass
@@ -64,7 +77,8 @@ class Stack:
         made = secrets_from_dict(secrets)
         plain = dataclasses.replace(in_containers(spec), features={})
         # A node that does not come back is given a minute (a quick-start broker is back in about 10 s).
-        return nodes_props(plain, LOCAL_IMAGE, secrets, node_inputs(plain, made), RollOptions(node_timeout_s=60))
+        return nodes_props(plain, stack_image("local", spec.kafka_version), secrets, node_inputs(plain, made),
+                           RollOptions(node_timeout_s=60))
 
     def up(self, spec: ClusterSpec) -> Any:
         """`pulumi up` of the cluster as `spec` declares it: the secrets resource first, then the nodes; returns
@@ -119,9 +133,10 @@ def spec_of(**fields: Any) -> ClusterSpec:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     client = docker_client()
     build_kafka(client, [])
+    build_kafka(client, [], OLD)
     clear_leftovers(client, NAME)
     host = ProviderHost(REPO, tmp_path_factory.mktemp("nodes-host-tmp"))
-    made = Stack(host, spec_of(brokers=2, controllers=3))
+    made = Stack(host, spec_of(brokers=2, controllers=3, kafka_version=OLD))
     try:
         made.up(made.spec)
         yield made
@@ -146,6 +161,84 @@ def test_a_first_up_waits_until_every_broker_is_registered_and_a_second_changes_
     assert stack.started() == before
     admin = stack.admin()
     admin.create_topics([NewTopic(TOPIC, 6, 2)])[TOPIC].result(30)
+
+
+class Writer:
+    """An acks=all idempotent producer writing numbered records on a thread; `acked` is what Kafka acknowledged."""
+
+    def __init__(self, config: dict[str, Any], topic: str) -> None:
+        self.config, self.topic = config, topic
+        self.acked: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        producer = Producer({**self.config, "acks": "all", "enable.idempotence": True, "linger.ms": 5})
+
+        def delivered(error: Any, message: Any) -> None:
+            if error is None:
+                self.acked.add(int(message.value()))
+
+        sent = 0
+        while not self._stop.is_set():
+            producer.produce(self.topic, str(sent).encode(), on_delivery=delivered)
+            sent += 1
+            producer.poll(0.005)
+        producer.flush(120)
+
+    def stop(self) -> set[int]:
+        self._stop.set()
+        self._thread.join(180)
+        return self.acked
+
+
+def read_back(config: dict[str, Any], topic: str, partitions: int) -> set[int]:
+    """Every value in the topic, read from the beginning up to each partition's end."""
+    consumer = Consumer({**config, "group.id": f"read-{time.monotonic_ns()}", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest"})
+    try:
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)}
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        values: set[int] = set()
+        positions = dict.fromkeys(ends, 0)
+        deadline = time.monotonic() + 120
+        while any(positions[p] < ends[p] for p in ends) and time.monotonic() < deadline:
+            message = consumer.poll(1)
+            if message is not None and message.error() is None:
+                values.add(int(message.value() or b"-1"))
+                positions[message.partition() or 0] = (message.offset() or 0) + 1
+        return values
+    finally:
+        consumer.close()
+
+
+def test_an_upgrade_rolls_every_node_onto_the_new_release_one_at_a_time_and_loses_no_acknowledged_write(
+        stack: Stack) -> None:
+    topic = "stack.upgrade"
+    admin = stack.admin()  # held: a client destroyed before its future resolves fails it
+    admin.create_topics([NewTopic(topic, 3, 2)])[topic].result(30)
+    before = stack.started()
+    config = stack.connection().librdkafka()
+    writer = Writer(config, topic)
+    try:
+        time.sleep(3)  # writing before the first node stops
+        diff = stack.up(dataclasses.replace(stack.spec, kafka_version=KAFKA_VERSION))
+    finally:
+        acked = writer.stop()
+    assert diff.changes == proto.DiffResponse.DIFF_SOME and list(diff.replaces) == []
+    assert stack.nodes["image"] == LOCAL_IMAGE
+    client = docker_client()
+    containers = client.containers.list(filters={"label": f"dev.kraftform.cluster={NAME}"})
+    assert {c.name: c.image.tags for c in containers if LABEL_RECORD in c.labels} == {
+        n: [LOCAL_IMAGE] for n in before}
+    assert all(stack.started()[n] != before[n] for n in before)
+    log = stack.host.stderr.read_text()
+    # One node at a time, brokers after the controllers (the active one last among them).
+    steps = [log.index(f"[{i}/5] ") for i in range(1, 6)]
+    assert steps == sorted(steps) and log.index(f"[5/5] {NAME}-broker-1: restarting") > steps[0], log[-3000:]
+    assert len(acked) > 500 and not acked - read_back(config, topic, 3)
+    assert stack.up(stack.spec).changes == proto.DiffResponse.DIFF_NONE
 
 
 def test_a_setting_read_at_start_restarts_each_broker_once_and_no_controller(stack: Stack) -> None:

@@ -4,6 +4,10 @@ from outside (process ids and container starts, Kafka's own ConfigCommand, a Ver
 writing throughout, the partitions' replicas and leaders).
 
 The tests run in order on one cluster per runtime, each leaving it matching its specs (`plan` empty) for the next.
+The engine is one (runtime/rolling.py); what differs between runtimes is how a node is stopped, started, added and
+removed. The local runtime takes every change here; Docker takes the interrupted roll, whose resume renames a
+container back, and tests/integration/pulumi/test_cluster_nodes.py drives Docker through the same engine for a
+setting, a node that cannot start, brokers and controllers added and removed.
 """
 
 from __future__ import annotations
@@ -26,8 +30,12 @@ from kraftform.verification.toolout import ProducerLog, events
 
 from .conftest import Day2, own_cluster
 
+#: The runtimes a test runs on (the fixture's parameter): one cluster per runtime, made once for the module.
+LOCAL = pytest.mark.parametrize("day2", ["local"], indirect=True)
+BOTH = pytest.mark.parametrize("day2", ["local", "docker"], indirect=True)
 
-@pytest.fixture(scope="module", params=["local", "docker"])
+
+@pytest.fixture(scope="module")
 def day2(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Day2]:
     with own_cluster(tmp_path_factory.mktemp("day2"), request.param, name=f"kfday2{request.param[0]}") as cluster:
         yield cluster
@@ -37,12 +45,14 @@ def _name(day2: Day2) -> str:
     return load(day2.state).cluster_name
 
 
+@BOTH
 def test_plan_is_empty_on_a_fresh_cluster(day2: Day2) -> None:
     done = day2.kraftform("plan")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "No changes" in done.stdout
 
 
+@LOCAL
 def test_a_dynamic_setting_is_applied_live_and_config_command_drift_shows(day2: Day2) -> None:
     before = day2.pids()
     day2.edit(broker_config={"num.replica.fetchers": "2"})
@@ -111,6 +121,7 @@ def read_values(day2: Day2, topic: str, partitions: int) -> set[int]:
     return seen
 
 
+@LOCAL
 def test_a_read_only_setting_rolls_one_node_at_a_time_and_loses_no_acknowledged_write(day2: Day2) -> None:
     topic = f"day2.roll.{uuid.uuid4().hex[:6]}"
     admin = day2.admin  # kept: a client destroyed while its future is pending fails it
@@ -141,6 +152,7 @@ def test_a_read_only_setting_rolls_one_node_at_a_time_and_loses_no_acknowledged_
     assert day2.kraftform("plan").returncode == 0
 
 
+@LOCAL
 def test_a_node_that_cannot_start_halts_the_roll_and_the_others_keep_running(day2: Day2) -> None:
     before = day2.pids()
     # Valid by type and range, refused by Kafka at start: it must exceed replica.socket.timeout.ms (30 s).
@@ -164,6 +176,7 @@ def test_a_node_that_cannot_start_halts_the_roll_and_the_others_keep_running(day
     assert done.returncode == 0, done.stdout
 
 
+@BOTH
 def test_an_apply_killed_in_a_roll_is_resumed_at_the_node_it_was_restarting(day2: Day2) -> None:
     """`kraftform apply` SIGKILLed once it has marked the node it is restarting: the next plan names that node,
     the next apply checks it first, then rolls the rest; nothing is left to do after it."""
@@ -194,6 +207,7 @@ def test_an_apply_killed_in_a_roll_is_resumed_at_the_node_it_was_restarting(day2
             and r.properties} == {"900000"}
 
 
+@LOCAL
 def test_three_to_four_brokers_moves_partitions_onto_the_new_one_and_back(day2: Day2) -> None:
     admin = day2.admin
     topics = [f"day2.load.{i}.{uuid.uuid4().hex[:4]}" for i in range(4)]
@@ -233,6 +247,7 @@ def test_three_to_four_brokers_moves_partitions_onto_the_new_one_and_back(day2: 
     assert day2.kraftform("plan").returncode == 0
 
 
+@LOCAL
 def test_cluster_up_on_a_changed_cluster_points_at_apply(day2: Day2) -> None:
     day2.edit(resources={"broker_heap": "512MiB"})
     done = subprocess.run([shutil.which("kraftform") or "kraftform", "cluster", "up", str(day2.specs), "--runtime",
@@ -242,6 +257,7 @@ def test_cluster_up_on_a_changed_cluster_points_at_apply(day2: Day2) -> None:
     day2.edit(resources=None)
 
 
+@LOCAL
 def test_three_to_five_controllers_and_back_keep_a_leader_and_serve_metadata_throughout(day2: Day2) -> None:
     """KIP-853: a cluster kraftform makes can change its controller quorum. A watcher reads the quorum every half
     second throughout; a topic is created after each step."""

@@ -1,7 +1,7 @@
-"""A Kafka upgrade as a user does it: a cluster of 4.2.1 (an older supported release), `kafka_version: 4.3.1` in
-the specs rolled onto the new jars node by node while a VerifiableProducer with acks=all writes (nothing
-acknowledged lost), then `metadata_version: "4.3"` finalised only when asked, as the destructive change it is,
-and a lower release refused."""
+"""A Kafka upgrade as a user does it: a cluster of 4.3.1 (the release pinned before), `kafka_version: 4.4.0` (the
+pinned one) in the specs rolled onto the new jars node by node while a VerifiableProducer with acks=all writes
+(nothing acknowledged lost), then `metadata_version: "4.4"` finalised only when asked, as the destructive change it
+is, and a lower release refused."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from confluent_kafka.admin import NewTopic
 from kraftform.definitions.features import RELEASE_FEATURES
 from kraftform.kafka.admin import Requests, kafka_python_admin
 from kraftform.runtime.deployment import admin_config, load
+from kraftform.versions import KAFKA_VERSION
 
 from .conftest import Day2, own_cluster
 from .test_day2 import Producer, read_values
 
-OLD = "4.2.1"
+OLD = "4.3.1"
+NEW = KAFKA_VERSION
 
 
 @pytest.fixture(scope="module")
@@ -35,37 +37,37 @@ def _metadata_version(state: Path) -> int:
 
 def test_an_upgrade_rolls_every_node_onto_the_new_jars_and_finalises_only_when_asked(old_cluster: Day2) -> None:
     cluster = old_cluster
-    assert _metadata_version(cluster.state) == RELEASE_FEATURES["4.2"]["metadata.version"]
+    assert _metadata_version(cluster.state) == RELEASE_FEATURES["4.3"]["metadata.version"]
     topic = f"upgrade.{uuid.uuid4().hex[:6]}"
     admin = cluster.admin
     admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
-    cluster.edit(kafka_version="4.3.1")
+    cluster.edit(kafka_version=NEW)
     planned = cluster.kraftform("plan")
-    assert planned.stdout.count("kafka_version: 4.2.1 -> 4.3.1") == 6, planned.stdout
+    assert planned.stdout.count(f"kafka_version: {OLD} -> {NEW}") == 6, planned.stdout
     producer = Producer(cluster, topic)
     try:
         applied = cluster.kraftform("apply", "--auto-approve")
     finally:
         acked = producer.stop()
     assert applied.returncode == 0, applied.stdout + applied.stderr
-    assert all(n.kafka_version == "4.3.1" for n in load(cluster.state).nodes)
-    assert all("kafka-4.3.1" in Path(f"/proc/{n.handle}/cmdline").read_text() for n in load(cluster.state).nodes)
+    assert all(n.kafka_version == NEW for n in load(cluster.state).nodes)
+    assert all(f"kafka-{NEW}" in Path(f"/proc/{n.handle}/cmdline").read_text() for n in load(cluster.state).nodes)
     assert len(acked) > 1000 and not acked - read_values(cluster, topic, 3)
     # The new jars run the old metadata version until the specs ask for the new one.
-    assert _metadata_version(cluster.state) == RELEASE_FEATURES["4.2"]["metadata.version"]
-    assert cluster.kraftform("plan").returncode == 0
-
-    cluster.edit(metadata_version="4.3")
-    planned = cluster.kraftform("plan")
-    assert "[destructive] update feature metadata.version level: 29 -> 30" in planned.stdout, planned.stdout
-    refused = cluster.kraftform("apply", "--auto-approve")
-    assert refused.returncode == 1 and "--allow-destructive" in refused.stderr
-    assert _metadata_version(cluster.state) == 29
-    assert cluster.kraftform("apply", "--auto-approve", "--allow-destructive").returncode == 0
     assert _metadata_version(cluster.state) == RELEASE_FEATURES["4.3"]["metadata.version"]
     assert cluster.kraftform("plan").returncode == 0
 
-    cluster.edit(metadata_version="4.2")
+    cluster.edit(metadata_version="4.4")
+    planned = cluster.kraftform("plan")
+    assert "[destructive] update feature metadata.version level: 30 -> 33" in planned.stdout, planned.stdout
+    refused = cluster.kraftform("apply", "--auto-approve")
+    assert refused.returncode == 1 and "--allow-destructive" in refused.stderr
+    assert _metadata_version(cluster.state) == 30
+    assert cluster.kraftform("apply", "--auto-approve", "--allow-destructive").returncode == 0
+    assert _metadata_version(cluster.state) == RELEASE_FEATURES["4.4"]["metadata.version"]
+    assert cluster.kraftform("plan").returncode == 0
+
+    cluster.edit(metadata_version="4.3")
     lowered = cluster.kraftform("plan")
-    assert "refuse feature metadata.version level: 30 -> 29" in lowered.stdout, lowered.stdout
+    assert "refuse feature metadata.version level: 33 -> 30" in lowered.stdout, lowered.stdout
     assert cluster.kraftform("apply", "--auto-approve", "--allow-destructive").returncode == 1

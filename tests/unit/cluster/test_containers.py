@@ -14,10 +14,12 @@ from kraftform.cluster.containers import (
     container_specs,
     docker_addressing,
     metrics_endpoints,
+    stack_image,
 )
 from kraftform.cluster.render import make_secrets
 from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
+from kraftform.versions import KAFKA_VERSION
 
 CLUSTER = load_specs(Path(__file__).resolve().parents[2] / "fixtures" / "cluster").cluster
 
@@ -84,3 +86,12 @@ def test_one_container_description_honours_the_external_listener_for_every_runne
         cert = x509.load_pem_x509_certificate(secrets_from_dict(made.outs).node_keys[broker.name].cert_pem.encode())
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         assert host in names.get_values_for_type(x509.DNSName)
+
+
+def test_a_stacks_image_follows_the_specs_kafka_version() -> None:
+    """Under Pulumi `official` and `local` name the image of the declared release, so an older kafka_version
+    never runs the pinned jars under its own name and an upgrade is a new image (a roll)."""
+    assert stack_image("official", "4.3.1") == "apache/kafka:4.3.1"
+    assert stack_image("local", "4.3.1") == "kraftform/kafka:4.3.1"
+    assert stack_image("local", KAFKA_VERSION) == f"kraftform/kafka:{KAFKA_VERSION}"
+    assert stack_image("registry.example/kafka:mine", "4.3.1") == "registry.example/kafka:mine"

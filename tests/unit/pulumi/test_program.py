@@ -54,7 +54,7 @@ def test_the_nodes_are_one_resource_the_runtimes_engine_runs_on_one_network(
                                                                      features={})
         assert len(mocks.of_type("docker:index/network:Network")) == 1
         [image] = [i for i in mocks.of_type("docker:index/remoteImage:RemoteImage") if i.name != "spark-image"]
-        assert image.inputs["name"] == nodes.inputs["image"] == "kraftform/kafka:4.3.1"
+        assert image.inputs["name"] == nodes.inputs["image"] == "kraftform/kafka:4.4.0"
         assert image.inputs["keepLocally"] is True
         # The secrets the engine needs are a secret input; what a preview shows per node holds none.
         assert nodes.inputs["secrets"][SECRET_SIG] == SECRET_VALUE
@@ -62,7 +62,7 @@ def test_the_nodes_are_one_resource_the_runtimes_engine_runs_on_one_network(
         made = nodes.inputs["secrets"]["value"]
         assert made["admin_password"] not in shown and "PRIVATE KEY" not in shown
         broker = nodes.inputs["nodes"]["platform-broker-0"]
-        assert broker["node_id"] == 1 and broker["roles"] == ["broker"] and broker["kafka_version"] == "4.3.1"
+        assert broker["node_id"] == 1 and broker["roles"] == ["broker"] and broker["kafka_version"] == "4.4.0"
         protocol_map = broker["properties"]["listener.security.protocol.map"]
         assert "PLAINTEXT" not in protocol_map.replace("SASL_SSL", "")
 

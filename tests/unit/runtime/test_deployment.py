@@ -54,9 +54,9 @@ def test_a_running_cluster_its_specs_no_longer_describe_is_named_not_started() -
         dep.NodeRecord(n.name, n.node_id, list(n.roles), heap_bytes=n.heap_bytes) for n in topo.nodes])
     assert dep.drift(running, topo) == []
     grown = topology(dataclasses.replace(cluster, brokers=4, broker_heap_bytes=cluster.broker_heap_bytes * 2,
-                                         kafka_version="4.4.0"))
+                                         kafka_version="4.3.1"))
     found = dep.drift(running, grown)
-    assert found[0] == f"kafka_version {cluster.kafka_version} -> 4.4.0"
+    assert found[0] == f"kafka_version {cluster.kafka_version} -> 4.3.1"
     assert "nodes to add: platform-broker-3" in found
     assert any(f.startswith("platform-broker-0: heap ") for f in found)
     with pytest.raises(UsageError, match=r"differs from its specs: kafka_version .*kraftform apply --state-dir /s"):

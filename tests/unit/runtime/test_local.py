@@ -1,6 +1,7 @@
 """What a roll says about a node that did not come back: only its current process's part of the log counts."""
 
 import socket
+import time
 from pathlib import Path
 
 from kraftform.cluster.topology import CLIENT_PORT
@@ -93,6 +94,10 @@ def test_a_node_is_gone_only_once_its_process_has_released_everything(tmp_path: 
     assert runtime._gone(record)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # not the node's command line
     try:
+        # Until the fork has exec'd, its command line is this Python's or, mid-exec, empty (read as "exiting").
+        deadline = time.monotonic() + 10
+        while b"time.sleep" not in Path(f"/proc/{other.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert runtime._gone(NodeRecord("n-1", 1, ["broker"], handle=str(other.pid)))
     finally:
         other.kill()

@@ -105,9 +105,9 @@ def test_metadata_version_is_a_known_release_the_kafka_version_can_run(specs_cop
     specs = specs_copy()
     assert problems_after(specs, "cluster.yaml", "  brokers: 3\n",
                           "  brokers: 3\n  metadata_version: '4.9'\n") == [
-        "metadata_version '4.9' is not a Kafka release kraftform knows the feature levels of (4.0, 4.1, 4.2, 4.3); "
-        "did you mean '4.3'?"]
-    assert problems_after(specs_copy("older"), "cluster.yaml", '  kafka_version: "4.3.1"\n',
+        "metadata_version '4.9' is not a Kafka release kraftform knows the feature levels of "
+        "(4.0, 4.1, 4.2, 4.3, 4.4); did you mean '4.4'?"]
+    assert problems_after(specs_copy("older"), "cluster.yaml", '  kafka_version: "4.4.0"\n',
                           "  kafka_version: 4.2.1\n  metadata_version: '4.3'\n") == [
         "metadata_version 4.3 is newer than kafka_version 4.2.1: brokers of 4.2.1 cannot run it; raise "
         "kafka_version first"]
@@ -123,8 +123,8 @@ def test_a_feature_is_one_the_kafka_version_has_at_a_level_it_ships_each_named_w
         load_specs(specs)
     said = sorted((p.location.line, p.message) for p in caught.value.problems)
     assert [message for _, message in said] == [
-        "features: 'share.verison' is not a feature of Kafka 4.3.1; did you mean 'share.version'?",
-        "features: Kafka 4.3.1 ships eligible.leader.replicas.version levels 0 to 1, not 3",
+        "features: 'share.verison' is not a feature of Kafka 4.4.0; did you mean 'share.version'?",
+        "features: Kafka 4.4.0 ships eligible.leader.replicas.version levels 0 to 1, not 3",
         'features: metadata.version is declared as a release with metadata_version (e.g. "4.3"), not as a level']
     lines = (specs / "cluster.yaml").read_text().splitlines()
     assert [lines[line - 1].strip().split(":")[0] for line, _ in said] == [

@@ -94,13 +94,15 @@ def cmd_images_build(args: argparse.Namespace) -> int:
     from kraftform.runtime.engine import docker_client
     from kraftform.runtime.images import build_kafka, build_kcat, build_prometheus, build_spark
 
-    log: list[str] = []
-    client = docker_client()
-    build_kafka(client, log)
-    for version in dict.fromkeys(args.kafka_version):
+    versions = list(dict.fromkeys(args.kafka_version))
+    for version in versions:
         if version.rsplit(".", 1)[0] not in SUPPORTED_KAFKA_VERSIONS or version.count(".") != 2:
             raise UsageError(f"--kafka-version {version}: not a supported Kafka release "
                              f"({', '.join(v + '.x' for v in SUPPORTED_KAFKA_VERSIONS)})")
+    log: list[str] = []
+    client = docker_client()
+    build_kafka(client, log)
+    for version in versions:
         build_kafka(client, log, version)
     build_kcat(client, log)
     build_prometheus(client, log)

@@ -182,10 +182,24 @@ def stack_image(choice: str, kafka_version: str) -> str:
     return kafka_image(kafka_version) if choice == "local" else choice
 
 
+def network_name(cluster: str) -> str:
+    """The Docker network a cluster's containers share."""
+    return f"kraftform-{cluster}"
+
+
+def external_bootstrap(topo: Topology) -> str:
+    """`bootstrap_servers` of the topology's containers from the topology alone: no secret goes into it, so under
+    Pulumi it stays known in a preview while the secrets resource changes (a node added), and nothing that
+    connects to it is shown as replaced."""
+    addr = docker_addressing(topo)
+    ports = (addr.external_port(topo, n) for n in topo.nodes)
+    return ",".join(f"{topo.cluster.security.external_listener.host}:{p}" for p in ports if p is not None)
+
+
 def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_IMAGE) -> tuple[ContainerSpec, ...]:
     """One container per node, on one network, each with its own data volume."""
     addr = docker_addressing(topo)
-    network = f"kraftform-{topo.cluster.name}"
+    network = network_name(topo.cluster.name)
     specs = []
     for r in render_in_containers(topo, secrets):
         files = tuple(ContainerFile(f"{CONFIG_DIR}/{f.relative_path}", f.content, f.mode, f.secret) for f in r.files)

@@ -23,16 +23,17 @@ from kraftform.cluster.connection import Connection
 from kraftform.cluster.containers import (
     LABEL_CLUSTER,
     ContainerSpec,
-    bootstrap_servers,
-    container_specs,
     docker_addressing,
+    external_bootstrap,
     in_containers,
+    network_name,
 )
 from kraftform.cluster.render import make_secrets, secrets_from_dict, secrets_to_dict
 from kraftform.cluster.topology import Topology, topology
 from kraftform.pulumi.nodes import ClusterNodes, node_inputs, nodes_props
 from kraftform.specset.model import ClusterSpec, ExternalListener, Security
 from kraftform.units import go_duration
+from kraftform.versions import KAFKA_VERSION
 
 T = TypeVar("T")
 #: Kept encrypted in the state. The cluster id is not among them: Kafka hands it to every client in
@@ -44,7 +45,8 @@ PUBLIC_OUTPUTS = ["cluster_id", "ca_cert", "directory_ids", "initial_voters"]
 
 def _spec_of(props: dict[str, Any]) -> ClusterSpec:
     listener = ExternalListener(True, props.get("external_host") or ExternalListener().host)
-    return in_containers(ClusterSpec(props["name"], int(props["brokers"]), props["kafka_version"], props["mode"],
+    # The release is no part of a cluster's secrets (an upgrade keeps them); a topology needs one.
+    return in_containers(ClusterSpec(props["name"], int(props["brokers"]), KAFKA_VERSION, props["mode"],
                                      int(props["controllers"]), security=Security(external_listener=listener)))
 
 
@@ -57,7 +59,7 @@ class ClusterSecretsProvider(ResourceProvider):
     *outputs*, so the inputs compared must come back unchanged among them: the admin password asked for
     is kept as `requested_admin_password`, apart from the `admin_password` in use."""
 
-    INPUTS = ("name", "brokers", "controllers", "mode", "kafka_version", "external_host", "requested_admin_password")
+    INPUTS = ("name", "brokers", "controllers", "mode", "external_host", "requested_admin_password")
     IDENTITY = ("name", "mode")
 
     def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
@@ -87,7 +89,7 @@ class ClusterSecretsProvider(ResourceProvider):
 def secrets_inputs(spec: ClusterSpec, admin_password: pulumi.Input[str] | None) -> dict[str, Any]:
     """The secrets resource's inputs; the outputs it makes are declared too (as None) so they can be read."""
     return {"name": spec.name, "brokers": spec.brokers, "controllers": spec.controllers, "mode": spec.mode,
-            "kafka_version": spec.kafka_version, "external_host": spec.security.external_listener.host,
+            "external_host": spec.security.external_listener.host,
             "requested_admin_password": admin_password or "",
             **dict.fromkeys([*PUBLIC_OUTPUTS, *SECRET_OUTPUTS])}
 
@@ -164,15 +166,15 @@ class KafkaCluster(pulumi.ComponentResource):
         keys = [*PUBLIC_OUTPUTS, *SECRET_OUTPUTS]
         made = pulumi.Output.all(*(getattr(self.secrets, k) for k in keys)).apply(
             lambda values: secrets_to_dict(secrets_from_dict(dict(zip(keys, values, strict=True)))))
-        # Rendered from secrets, so Pulumi would mark every field secret; the names, ports and settings hold none.
-        specs = pulumi.Output.unsecret(made.apply(lambda s: container_specs(topo, secrets_from_dict(s), image)))
-        self.network = docker.Network(f"{name}-network", name=specs.apply(lambda all_specs: all_specs[0].network),
+        # The network's name and the bootstrap servers come from the spec alone, never from the secrets' outputs:
+        # those are unknown in a preview while the secrets resource changes (a node added), and a name unknown
+        # there is previewed as the network and every container on it replaced.
+        self.network = docker.Network(f"{name}-network", name=network_name(spec.name),
                                       labels=[docker.NetworkLabelArgs(label=LABEL_CLUSTER, value=spec.name)],
                                       opts=child)
         # keep_locally: a `pulumi destroy` leaves the image (the local one cannot be pulled again).
         self.image = docker.RemoteImage(f"{name}-image", name=image, keep_locally=True, opts=child)
-        host = spec.security.external_listener.host
-        self.bootstrap_servers = specs.apply(lambda all_specs: bootstrap_servers(all_specs, host))
+        self.bootstrap_servers = pulumi.Output.from_input(external_bootstrap(topo))
         self.ca_certificate = self.secrets.ca_cert  # type: ignore[attr-defined]
         self.admin_password = pulumi.Output.secret(self.secrets.admin_password)  # type: ignore[attr-defined]
         security = spec.security

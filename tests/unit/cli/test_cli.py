@@ -42,6 +42,9 @@ def test_usage_errors_exit_1_not_2(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["no-such-command"]) == 1
     assert main(["profile", "show", "nope", str(INVALID_FIXTURES.parents[1].parent / "specs")]) == 1
     assert "unknown profile 'nope'" in capsys.readouterr().err
+    # Refused before anything is built (no Docker engine is needed to be told).
+    assert main(["images", "build", "--kafka-version", "4.9.9"]) == 1
+    assert "--kafka-version 4.9.9: not a supported Kafka release" in capsys.readouterr().err
 
 
 def test_diff_exit_codes_and_formats(specs_copy: SpecsCopy, capsys: pytest.CaptureFixture[str]) -> None:

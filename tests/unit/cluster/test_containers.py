@@ -13,7 +13,10 @@ from kraftform.cluster.containers import (
     bootstrap_servers,
     container_specs,
     docker_addressing,
+    external_bootstrap,
+    in_containers,
     metrics_endpoints,
+    network_name,
     stack_image,
 )
 from kraftform.cluster.render import make_secrets
@@ -66,7 +69,6 @@ def test_one_container_description_honours_the_external_listener_for_every_runne
     spec's host, which the brokers advertise, their certificates name and the bootstrap servers use."""
     from cryptography import x509
 
-    from kraftform.cluster.containers import bootstrap_servers, in_containers
     from kraftform.cluster.render import secrets_from_dict
     from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
     from kraftform.specset.model import ExternalListener, Security
@@ -95,3 +97,13 @@ def test_a_stacks_image_follows_the_specs_kafka_version() -> None:
     assert stack_image("local", "4.3.1") == "kraftform/kafka:4.3.1"
     assert stack_image("local", KAFKA_VERSION) == f"kraftform/kafka:{KAFKA_VERSION}"
     assert stack_image("registry.example/kafka:mine", "4.3.1") == "registry.example/kafka:mine"
+
+
+@pytest.mark.parametrize("shape", [{}, {"brokers": 5, "controllers": 1}, {"mode": "combined", "controllers": 3}])
+def test_the_bootstrap_servers_and_network_come_from_the_topology_alone(shape: dict[str, object]) -> None:
+    """What Pulumi knows in a preview (from the spec) is what the rendered containers publish."""
+    spec = dataclasses.replace(in_containers(CLUSTER), **shape)  # type: ignore[arg-type]
+    topo = topology(spec)
+    made = container_specs(topo, make_secrets(topo, docker_addressing(topo)))
+    assert external_bootstrap(topo) == bootstrap_servers(made, spec.security.external_listener.host)
+    assert {c.network for c in made} == {network_name(spec.name)}

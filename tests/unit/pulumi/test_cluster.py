@@ -58,3 +58,15 @@ def test_another_name_is_another_cluster_and_the_admin_password_cannot_change() 
     assert [f.property for f in refused.failures] == [""]  # Pulumi then prints the sentence first
     assert refused.failures[0].reason.startswith("kraftform:adminPassword cannot change once the cluster exists")
     assert provider.check({}, secrets_inputs(spec, "first-admin-password")).failures == []
+
+
+def test_an_upgrade_is_no_change_to_the_clusters_secrets() -> None:
+    """`kafka_version: 4.3.1 -> 4.4.0` keeps every key: the secrets resource is not updated, so nothing made from
+    its outputs (the network, the consumers' containers) is previewed as unknown or replaced."""
+    spec = load_specs(EXAMPLE_SPECS).cluster
+    provider = ClusterSecretsProvider()
+    made = provider.create(secrets_inputs(dataclasses.replace(spec, kafka_version="4.3.1"), None))
+    assert made.outs is not None
+    upgraded = provider.diff("platform", made.outs, secrets_inputs(dataclasses.replace(spec, kafka_version="4.4.0"),
+                                                                    None))
+    assert upgraded.changes is False

@@ -20,6 +20,7 @@ from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.reconcile import SETTLE_S, apply_cluster, plan_cluster
 from kraftform.plan import Action, Kind, Plan, Safety
 from kraftform.runtime.tools import ACLS, CONFIGS, run_kafka_tool
+from kraftform.versions import KAFKA_VERSION
 
 from ...conftest import EXAMPLE_SPECS
 from .conftest import Workspace
@@ -271,7 +272,7 @@ def test_import_then_plan_is_empty(workspace: Workspace) -> None:
     assert done.returncode == 0, done.stderr
     assert f"name: {topic}" in (workspace.root / "topics.yaml").read_text()
     # The feature levels the cluster was formatted at, and the settings of a group an ACL names.
-    assert "metadata_version: '4.3'" in (workspace.root / "cluster.yaml").read_text()
+    assert f"metadata_version: '{KAFKA_VERSION.rsplit('.', 1)[0]}'" in (workspace.root / "cluster.yaml").read_text()
     assert f"- name: {group}\n  config:\n    consumer.session.timeout.ms: '50000'" in \
         (workspace.root / "groups.yaml").read_text()
     planned = workspace.cli("plan")

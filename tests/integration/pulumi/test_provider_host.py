@@ -319,7 +319,7 @@ def test_feature_levels_are_set_through_the_engine_calls_and_a_move_kafka_refuse
     def finalised() -> dict[str, int]:
         return dict(observe(connection).state.features)
 
-    assert finalised()[elr] == 1  # Kafka 4.3's own level
+    assert finalised()[elr] == 1  # the pinned Kafka's own level (4.3 and 4.4)
     props = {"levels": {elr: 0}, "connection": connection_props(local_cluster)}
     inputs, failures = host.check(provider, "features", {}, props)
     assert failures == []

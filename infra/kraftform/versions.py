@@ -13,6 +13,15 @@ KAFKA_VERSION = "4.4.0"
 #: Kafka 4 releases a spec may ask for: those whose full artifact set Maven Central has.
 SUPPORTED_KAFKA_VERSIONS = ("4.0", "4.1", "4.2", "4.3", "4.4")
 
+
+def supported_kafka(version: str) -> bool:
+    """Whether a Kafka version ("4.3.1") belongs to a supported release."""
+    return version.rsplit(".", 1)[0] in SUPPORTED_KAFKA_VERSIONS
+
+
+#: The supported releases as an error message names them.
+SUPPORTED_KAFKA_TEXT = ", ".join(v + ".x" for v in SUPPORTED_KAFKA_VERSIONS)
+
 #: Logging for the Kafka JVMs: Kafka 4 logs through SLF4J to Log4j 2, as the official image does.
 #: Kafka 4.3 and 4.4 build against SLF4J 1.7, so the binding is Log4j 2's SLF4J 1.x bridge.
 LOG4J_VERSION = "2.24.3"

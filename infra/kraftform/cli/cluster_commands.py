@@ -10,7 +10,7 @@ from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.declared import load_specs
 from kraftform.errors import UsageError
 from kraftform.runtime import RUNTIMES, get_runtime, runtime_of
-from kraftform.versions import SUPPORTED_KAFKA_VERSIONS
+from kraftform.versions import SUPPORTED_KAFKA_TEXT, supported_kafka
 
 #: Where `cluster up` keeps a cluster's state and admin client files; every command that finds a cluster by
 #: its state directory defaults to it, so the quick start's commands need no --state-dir.
@@ -96,9 +96,8 @@ def cmd_images_build(args: argparse.Namespace) -> int:
 
     versions = list(dict.fromkeys(args.kafka_version))
     for version in versions:
-        if version.rsplit(".", 1)[0] not in SUPPORTED_KAFKA_VERSIONS or version.count(".") != 2:
-            raise UsageError(f"--kafka-version {version}: not a supported Kafka release "
-                             f"({', '.join(v + '.x' for v in SUPPORTED_KAFKA_VERSIONS)})")
+        if not supported_kafka(version) or version.count(".") != 2:
+            raise UsageError(f"--kafka-version {version}: not a supported Kafka release ({SUPPORTED_KAFKA_TEXT})")
     log: list[str] = []
     client = docker_client()
     build_kafka(client, log)

@@ -16,7 +16,7 @@ from kraftform.definitions.group_configs import bounds_problem
 from kraftform.definitions.server_configs import definition
 from kraftform.errors import Location, Problem
 from kraftform.specset.model import DEFAULT_ENTITY, RESERVED_USERS, AclSpec, ClusterSpec, SpecSet, TopicSpec
-from kraftform.versions import SUPPORTED_KAFKA_VERSIONS
+from kraftform.versions import SUPPORTED_KAFKA_TEXT, supported_kafka
 
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
@@ -67,9 +67,8 @@ def check_cluster(s: SpecSet) -> Iterator[Problem]:
     if c.mode == "combined" and c.controllers > c.brokers:
         yield Problem(at, f"combined mode runs controllers on brokers: {c.controllers} controllers "
                           f"need at least as many brokers, got {c.brokers}")
-    if c.kafka_version.rsplit(".", 1)[0] not in SUPPORTED_KAFKA_VERSIONS:
-        yield Problem(at, f"kafka_version {c.kafka_version} is not supported "
-                          f"(supported: {', '.join(v + '.x' for v in SUPPORTED_KAFKA_VERSIONS)})")
+    if not supported_kafka(c.kafka_version):
+        yield Problem(at, f"kafka_version {c.kafka_version} is not supported (supported: {SUPPORTED_KAFKA_TEXT})")
     yield from _node_config_problems(c, at)
     if c.metadata_version is not None:
         problem = metadata_version_problem(c.metadata_version, c.kafka_version)

@@ -80,6 +80,37 @@ def wait_quiet(timeout: float = 180, below: float | None = None) -> float:
     return time.monotonic() - start
 
 
+def cpu_busy(window_s: float = 5.0) -> float | None:
+    """The share of every core's time spent working (not idle, not waiting on disk) over `window_s`, from
+    /proc/stat; None where there is none. Unlike the load average, which lags a minute and counts a process
+    blocked on I/O as load, this is now."""
+    def sample() -> tuple[int, int] | None:
+        try:
+            fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        except (OSError, ValueError):
+            return None
+        return sum(fields[3:5]), sum(fields)  # idle + iowait, all
+
+    first = sample()
+    time.sleep(window_s)
+    second = sample()
+    if first is None or second is None or second[1] == first[1]:
+        return None
+    return 1 - (second[0] - first[0]) / (second[1] - first[1])
+
+
+def wait_idle(timeout: float = 120, busy_below: float = 0.3) -> tuple[float, float | None]:
+    """Write dirty pages and wait until the cores are at most `busy_below` busy over 5 s (up to `timeout` s):
+    measured right after a test suite, its leftover writeback and teardown set every latency. Returns the wait
+    and the last busy share measured."""
+    start = time.monotonic()
+    os.sync()
+    busy = cpu_busy()
+    while busy is not None and busy > busy_below and time.monotonic() - start < timeout:
+        busy = cpu_busy()
+    return time.monotonic() - start, busy
+
+
 def produce(target: Target, profile: Profile, label: str, count: int, rate: int, payload: Path,
             warmup: float = 0.1) -> ProducerRun:
     """One ProducerPerformance run with the profile's producer settings into a new topic of the profile's

@@ -206,8 +206,9 @@ class Verification:
         mode = self.options.mode
         payload = performance.payload_file(target.workdir / "payload.json")
         profiles = {name: self.profile(name) for name in SPEED_PROFILES}
-        quiet_s = performance.wait_quiet()
-        self.progress(f"  machine quiet after {quiet_s:.0f} s (1-minute load average at most the cores)")
+        waited, busy = performance.wait_idle()
+        self.progress(f"  waited {waited:.0f} s for a quiet machine: "
+                      f"{'unknown' if busy is None else f'{busy:.0%}'} of the cores busy over 5 s")
         # An unmeasured run first warms the brokers' JIT and page cache, so the first profile is not penalised.
         self.progress("  warm-up run ...")
         performance.produce(target, dataclasses.replace(profiles["balanced"], name="warm-up"), "saturated",

@@ -8,15 +8,24 @@ once per version. The same directories feed the local runtimes and the image bui
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
 from pathlib import Path
 
 from kraftform.cluster.config import LOG4J2_CONFIG, LOG4J2_FILE
-from kraftform.errors import EnvironmentMissing
+from kraftform.errors import EnvironmentMissing, UsageError
 from kraftform.subprocesses import run_to_end
-from kraftform.versions import JMX_EXPORTER_VERSION, KAFKA_VERSION, LOG4J_VERSION, SCALA_BINARY, SPARK_VERSION
+from kraftform.versions import (
+    CONNECT_PLUGIN_SHA256,
+    CONNECT_VERSION,
+    JMX_EXPORTER_VERSION,
+    KAFKA_VERSION,
+    LOG4J_VERSION,
+    SCALA_BINARY,
+    SPARK_VERSION,
+)
 
 #: A cold fetch of Kafka or the Spark connector takes a minute or two here; a hung resolution must not hang
 #: `kraftform` with it.
@@ -36,10 +45,15 @@ def kafka_artifacts(version: str = KAFKA_VERSION) -> tuple[tuple[str, str, str],
 
 
 
-def render_pom(artifacts: tuple[tuple[str, str, str], ...], name: str, version: str) -> str:
+def render_pom(artifacts: tuple[tuple[str, str, str], ...], name: str, version: str,
+               exclusions: tuple[str, ...] = ()) -> str:
+    """A pom whose dependencies are `artifacts`, each without the `exclusions` ("group:artifact", `*` allowed)."""
+    excluded = "".join(f"<exclusion><groupId>{g}</groupId><artifactId>{a}</artifactId></exclusion>"
+                       for g, a in (e.split(":", 1) for e in exclusions))
+    excluded = f"<exclusions>{excluded}</exclusions>" if excluded else ""
     deps = "\n".join(
-        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
-        for g, a, v in artifacts)
+        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version>{excluded}"
+        f"</dependency>" for g, a, v in artifacts)
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -64,7 +78,7 @@ def kafka_home(version: str = KAFKA_VERSION) -> Path:
 
 
 def _resolve(home: Path, artifacts: tuple[tuple[str, str, str], ...], what: str, expected_jar: str,
-             extra_files: dict[str, str] | None = None) -> Path:
+             extra_files: dict[str, str] | None = None, exclusions: tuple[str, ...] = ()) -> Path:
     """Fill `home/libs` with `artifacts` and their runtime dependencies, once (a complete directory is reused);
     staged beside it and renamed, so an interrupted download never looks complete."""
     marker = home / ".complete"
@@ -79,7 +93,7 @@ def _resolve(home: Path, artifacts: tuple[tuple[str, str, str], ...], what: str,
     for relative, content in (extra_files or {}).items():
         (staging / relative).parent.mkdir(parents=True, exist_ok=True)
         (staging / relative).write_text(content)
-    (staging / "pom.xml").write_text(render_pom(artifacts, home.name, "1"))
+    (staging / "pom.xml").write_text(render_pom(artifacts, home.name, "1", exclusions))
     done = run_to_end(
         ["mvn", "-B", "-q", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
          f"-DoutputDirectory={staging / 'libs'}", "-DincludeScope=runtime"],
@@ -134,3 +148,87 @@ def connector_jars(pyspark_jars: Path, version: str = SPARK_VERSION) -> list[Pat
     home = connector_home(version)
     shipped = {_artifact_id(p.name) for p in pyspark_jars.glob("*.jar")}
     return sorted(p for p in (home / "libs").glob("*.jar") if _artifact_id(p.name) not in shipped)
+
+
+#: Kafka Connect's worker: the runtime, its JSON converter and transforms, and the logging binding Kafka's own
+#: nodes use. Plugins are not on its class path: each loads from a directory of its own (plugin.path).
+def connect_artifacts(version: str = CONNECT_VERSION) -> tuple[tuple[str, str, str], ...]:
+    return (
+        ("org.apache.kafka", "connect-runtime", version),
+        ("org.apache.kafka", "connect-json", version),
+        ("org.apache.kafka", "connect-transforms", version),
+        *(a for a in kafka_artifacts(version) if a[0] == "org.apache.logging.log4j"),
+    )
+
+
+#: Connect workers log to standard output (the runtime sends it to the worker's log); Log4j 2 reads the
+#: properties format without the YAML parser Kafka's own nodes have on their class path.
+CONNECT_LOG4J2_FILE = "log4j2.properties"
+CONNECT_LOG4J2_CONFIG = """\
+status = warn
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.reflections.name = org.reflections
+logger.reflections.level = ERROR
+"""
+
+
+def ensure_connect(version: str = CONNECT_VERSION) -> Path:
+    """Kafka Connect's worker jars, fetched once per version; returns its home (`libs/`, `config/`)."""
+    return _resolve(cache_root() / f"connect-{version}", connect_artifacts(version), f"Kafka Connect {version}",
+                    f"connect-runtime-{version}.jar", {f"config/{CONNECT_LOG4J2_FILE}": CONNECT_LOG4J2_CONFIG})
+
+
+#: What a worker already has: a plugin's own copies would shadow the worker's classes, so none are fetched.
+PROVIDED_BY_THE_WORKER = ("org.apache.kafka:*", "org.slf4j:*", "org.apache.logging.log4j:*")
+
+#: Kafka's own plugins, by the name a spec gives them: their jars alone (everything they need is the worker's).
+BUILTIN_PLUGINS: dict[str, tuple[str, ...]] = {
+    "file": ("connect-file",),
+    "mirror": ("connect-mirror", "connect-mirror-client"),
+    "basic-auth": ("connect-basic-auth-extension",),
+}
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _checked(jar: Path, sha256: str, what: str) -> None:
+    actual = sha256_of(jar)
+    if actual != sha256:
+        raise UsageError(f"{what}: {jar.name} has SHA-256 {actual}, not the declared {sha256}; refusing to load "
+                         f"it (a different build than the one reviewed, or a wrong checksum in the specs)")
+
+
+def builtin_plugin(name: str) -> Path:
+    """One of Kafka's own plugins, fetched once and its jars' checksums checked; the directory to put on
+    plugin.path."""
+    jars = BUILTIN_PLUGINS[name]
+    v = CONNECT_VERSION
+    home = _resolve(cache_root() / "connect-plugins" / f"kafka-{name}-{v}",
+                    tuple(("org.apache.kafka", jar, v) for jar in jars), f"Kafka Connect's {name} plugin {v}",
+                    f"{jars[0]}-{v}.jar", exclusions=("*:*",))
+    for jar in jars:
+        _checked(home / "libs" / f"{jar}-{v}.jar", CONNECT_PLUGIN_SHA256[jar], f"Kafka Connect's {name} plugin")
+    return home
+
+
+def connect_plugin(maven: str, sha256: str, exclude: tuple[str, ...] = (), what: str = "") -> Path:
+    """A declared plugin (group:artifact:version) with its runtime dependencies less what the worker provides and
+    `exclude`, fetched once; its jar's SHA-256 checked against the declared one every time."""
+    group, artifact, version = maven.split(":")
+    what = what or f"Connect plugin {maven}"
+    home = _resolve(cache_root() / "connect-plugins" / f"{group}_{artifact}_{version}",
+                    ((group, artifact, version),), what, f"{artifact}-{version}.jar",
+                    exclusions=(*PROVIDED_BY_THE_WORKER, *exclude))
+    _checked(home / "libs" / f"{artifact}-{version}.jar", sha256, what)
+    return home

@@ -65,7 +65,7 @@ def _naming(s: SpecSet) -> Iterator[Problem]:
         return
     compiled = re.compile(pattern)
     for t in s.topics:
-        if not compiled.fullmatch(t.name):
+        if not compiled.fullmatch(t.name) and t.derived_from is None:
             yield Problem(t.location, f"topic name {t.name!r} does not follow the convention /{pattern}/ "
                                       f"(cluster.conventions.topic_name)")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from kraftform.errors import KraftformError
 from kraftform.spark.settings import input_partitions, job_settings
-from kraftform.specset.model import ConsumerSpec, SpecSet, TopicSpec
+from kraftform.specset.model import ConnectSpec, ConsumerSpec, SpecSet, TopicSpec
 from kraftform.units import human_bytes
 
 HEADROOM = 0.70
@@ -53,6 +53,20 @@ class ConsumerSizing:
 
 
 @dataclass(frozen=True)
+class ConnectSizing:
+    """A Connect cluster: its workers and their heaps, and the tasks its running connectors ask for."""
+
+    name: str
+    workers: int
+    heap_bytes: int
+    tasks: int
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.workers * self.heap_bytes
+
+
+@dataclass(frozen=True)
 class SizingReport:
     declared_brokers: int
     declared_controllers: int
@@ -65,6 +79,7 @@ class SizingReport:
     topics: tuple[TopicSizing, ...]
     warnings: tuple[str, ...]
     consumers: tuple[ConsumerSizing, ...] = ()
+    connect: tuple[ConnectSizing, ...] = ()
 
     @property
     def consumer_cores(self) -> int:
@@ -161,5 +176,28 @@ def size_cluster(specs: SpecSet) -> SizingReport:
         if sized.idle_cores:
             warnings.append(f"consumer {sized.name!r} has {sized.cores} cores for {sized.tasks} tasks per "
                             f"micro-batch: {sized.idle_cores} stay idle")
+    connect = tuple(_connect(spec) for spec in specs.connect)
+    warnings += [w for spec in specs.connect for w in _connect_warnings(spec, specs)]
     return SizingReport(c.brokers, c.controllers, storage, for_storage, for_network, for_cpu, max_rf,
-                        controllers, topics, tuple(warnings), tuple(consumers))
+                        controllers, topics, tuple(warnings), tuple(consumers), connect)
+
+
+def _connect(spec: ConnectSpec) -> ConnectSizing:
+    tasks = sum(k.tasks_max for k in spec.connectors if k.state == "running")
+    return ConnectSizing(spec.name, spec.workers, spec.heap_bytes, tasks)
+
+
+def _connect_warnings(spec: ConnectSpec, specs: SpecSet) -> list[str]:
+    """Workers without a task idle (Connect spreads tasks, not connectors); a sink's tasks beyond its topics'
+    partitions idle (a partition is read by one task of the group)."""
+    out = []
+    sized = _connect(spec)
+    if sized.tasks < spec.workers:
+        out.append(f"Connect cluster {spec.name!r} has {spec.workers} workers for {sized.tasks} running task(s): "
+                   f"{spec.workers - sized.tasks} stay idle (they take over when a worker fails)")
+    for k in spec.connectors:
+        partitions = sum(t.partitions for t in specs.topics if t.name in k.topics)
+        if k.type == "sink" and partitions and k.tasks_max > partitions:
+            out.append(f"connector {k.name!r} has tasks_max {k.tasks_max} for {partitions} partition(s): "
+                       f"{k.tasks_max - partitions} task(s) stay idle")
+    return out

@@ -19,13 +19,14 @@ from kraftform.errors import StateCorrupted
 PRIVATE, PUBLIC = 0o600, 0o644
 
 
-def write_atomic(path: Path, content: str, mode: int = PUBLIC) -> None:
-    """Replace `path` with `content` in one step; `mode` is set before the rename (PRIVATE for secrets)."""
+def write_atomic(path: Path, content: str | bytes, mode: int = PUBLIC) -> None:
+    """Replace `path` with `content` (text as UTF-8) in one step; `mode` is set before the rename (PRIVATE for
+    secrets)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")  # 0600
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(content)
+        with os.fdopen(handle, "wb") as out:
+            out.write(content.encode() if isinstance(content, str) else content)
             out.flush()
             os.fsync(out.fileno())
         os.chmod(temporary, mode)

@@ -26,6 +26,20 @@ SUPPORTED_KAFKA_TEXT = ", ".join(v + ".x" for v in SUPPORTED_KAFKA_VERSIONS)
 #: Kafka 4.3 and 4.4 build against SLF4J 1.7, so the binding is Log4j 2's SLF4J 1.x bridge.
 LOG4J_VERSION = "2.24.3"
 
+#: Kafka Connect (connect-runtime and Kafka's own plugins: FileStream source and sink, MirrorMaker 2, and the REST
+#: API's basic authentication), one release for all: the newest whose whole set Maven Central serves here. On
+#: 2026-11-26 it served connect-runtime 4.4.0 but not connect-file, connect-mirror or connect-basic-auth-extension
+#: 4.4.0, and 4.3.1's plugins do not load into a 4.4 worker (4.4 moved AppInfoParser, which they call, to
+#: `...utils.internals`: NoClassDefFoundError). So workers run 4.3.1, whose clients speak to 4.4 brokers as any
+#: 4.3 client does. Each plugin jar's SHA-256 is checked after download.
+CONNECT_VERSION = "4.3.1"
+CONNECT_PLUGIN_SHA256 = {
+    "connect-file": "e330c491309d8f839f2abd7260c72a3687d6d82ecf2ba0f7699a46d41a46dcac",
+    "connect-mirror": "0d091c7ba172827dc42ed09fdf4390876a90ab627fd8d2bb002016f9785617e1",
+    "connect-mirror-client": "c11ebb023021dccb8f18c6b57019b9dbe7c74e0b9495196a895a5d40b9faf1a8",
+    "connect-basic-auth-extension": "2afdb6d8312063674d2ad243c2f4259ea2394fe261e11091da2969628b123838",
+}
+
 #: The Prometheus JMX exporter java agent every Kafka node runs (io.prometheus.jmx:jmx_prometheus_javaagent): the
 #: newest Maven Central serves here (1.x is not served).
 JMX_EXPORTER_VERSION = "0.20.0"

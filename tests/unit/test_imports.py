@@ -74,7 +74,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"specset"}),
     frozenset({"cluster", "lint", "monitoring"}),
     frozenset({"artifacts", "plan"}),
-    frozenset({"kafka"}),
+    frozenset({"kafka", "connect"}),
     frozenset({"spark"}),
     frozenset({"sizing", "declared"}),
     frozenset({"runtime"}),

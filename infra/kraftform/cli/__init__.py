@@ -13,6 +13,7 @@ from typing import NoReturn
 
 from kraftform.cli import (
     cluster_commands,
+    connect_commands,
     consumer_commands,
     group_commands,
     monitoring_commands,
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     consumer_commands.register(sub)
     monitoring_commands.register(sub)
     group_commands.register(sub)
+    connect_commands.register(sub)
     verify_commands.register(sub)
     # `verify` runs other commands in its own process, as a user would run them; handing it this entry point
     # keeps the command modules from importing their own package.

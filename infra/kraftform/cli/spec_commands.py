@@ -76,7 +76,10 @@ def describe(specs: SpecSet, where: str) -> str:
     return (f"{where}: valid. Cluster {c.name!r} ({c.controllers} controllers, {c.brokers} brokers, "
             f"Kafka {c.kafka_version}); {len(specs.topics)} topics, {bindings} ACL bindings, "
             f"{len(specs.quotas)} quotas, {len(specs.users)} users, {len(specs.consumers)} consumers, "
-            f"{len(specs.profiles)} profiles, from {len(specs.files)} files")
+            f"{len(specs.profiles)} profiles" + (
+                f", {len(specs.connect)} Connect clusters ({sum(c.workers for c in specs.connect)} workers, "
+                f"{sum(len(c.connectors) for c in specs.connect)} connectors)" if specs.connect else "") +
+            f", from {len(specs.files)} files")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -116,6 +119,12 @@ def render_sizing(r: SizingReport) -> str:
         out += ["", text_table(consumer_rows),
                 f"consumers beside the brokers: {len(r.consumers)} container(s), {r.consumer_cores} cores in all "
                 f"(each a Spark local master with its cores)"]
+    if r.connect:
+        connect_rows = [("Connect cluster", "workers", "heap each", "running tasks")]
+        connect_rows += [(c.name, str(c.workers), human_bytes(c.heap_bytes), str(c.tasks)) for c in r.connect]
+        out += ["", text_table(connect_rows),
+                f"Connect workers beside the brokers: {sum(c.workers for c in r.connect)} JVM(s), "
+                f"{human_bytes(sum(c.memory_bytes for c in r.connect))} of heap in all"]
     out += [""] + [f"warning: {w}" for w in r.warnings]
     if not r.warnings:
         out.append("The declared cluster is large enough for the declared load.")

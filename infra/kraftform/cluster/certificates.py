@@ -83,3 +83,23 @@ def issue(ca: KeyPair, common_name: str, dns_names: Iterable[str] = (), ips: Ite
         builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
     cert = builder.sign(ca_key, hashes.SHA256())
     return KeyPair(cert.public_bytes(serialization.Encoding.PEM).decode(), _pem_key(key))
+
+
+def pkcs12_keystore(pair: KeyPair, password: str, alias: str = "kraftform") -> bytes:
+    """`pair` as a PKCS#12 key store: what Java's TLS servers that take no PEM (Connect's Jetty) read."""
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    key = serialization.load_pem_private_key(pair.key_pem.encode(), password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    cert = x509.load_pem_x509_certificate(pair.cert_pem.encode())
+    return pkcs12.serialize_key_and_certificates(alias.encode(), key, cert, None,
+                                                 serialization.BestAvailableEncryption(password.encode()))
+
+
+def pkcs12_truststore(ca_pem: str, password: str) -> bytes:
+    """The CA as a PKCS#12 trust store Java reads as trusted (a plain PKCS#12 certificate entry is not)."""
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    ca = x509.load_pem_x509_certificate(ca_pem.encode())
+    return pkcs12.serialize_java_truststore([pkcs12.PKCS12Certificate(ca, b"kraftform-ca")],
+                                            serialization.BestAvailableEncryption(password.encode()))

@@ -55,6 +55,7 @@ class Kind(StrEnum):
     PROFILE = "profile"
     CONSUMER = "consumer"
     OFFSETS = "offsets"  # a consumer group's committed offsets (`kraftform groups reset`), never from the specs
+    CONNECTOR = "connector"  # a Kafka Connect connector, through its cluster's REST API
 
 
 KIND_ORDER = {kind: index for index, kind in enumerate(Kind)}
@@ -133,8 +134,19 @@ class Credential:
     delete: str | None = None
 
 
+@dataclass(frozen=True)
+class ConnectorWork:
+    """What the Connect REST API is asked: `create` (with `config` and its first `state`), `config` (the whole
+    config PUT, once however many keys changed), `state` (pause, stop or resume), `restart` (what failed),
+    `delete`."""
+
+    operation: str
+    config: Mapping[str, str] | None
+    state: str | None
+
+
 Payload = (NewTopic | ConfigValue | BrokerSetting | FeatureLevel | PartitionCount | Reassignment | AclBinding
-           | QuotaValue | Credential | GroupOffset | NodeStep | None)
+           | QuotaValue | Credential | GroupOffset | NodeStep | ConnectorWork | None)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 from kraftform.definitions.server_configs import definition
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
+from kraftform.plan.connectors import connector_changes, declared_as_live
 from kraftform.plan.diff import diff_states
 from kraftform.plan.groups import group_config_changes, unmanaged_groups
 from kraftform.plan.state import state_of
@@ -117,5 +118,35 @@ def diff_specsets(base: SpecSet, head: SpecSet) -> Plan:
     kafka = diff_states(before, after)
     groups = [*group_config_changes(after.group_configs, before.group_configs),
               *unmanaged_groups(before.group_configs, after.group_configs)]
-    return Plan.of([*kafka.changes, *groups, *_cluster(base.cluster, head.cluster), *_profiles(base, head)],
-                   subject="diff")
+    return Plan.of([*kafka.changes, *groups, *_cluster(base.cluster, head.cluster), *_profiles(base, head),
+                    *_connect(base, head)], subject="diff")
+
+
+def _connect(base: SpecSet, head: SpecSet) -> list[Change]:
+    """Connect clusters' workers and their connectors. A connector's declared topics changing is destructive in a
+    diff even for a source, whose config names its topics its own way (the grants follow the declared ones)."""
+    changes: list[Change] = []
+    before, after = {c.name: c for c in base.connect}, {c.name: c for c in head.connect}
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name), after.get(name)
+        if a is None or b is None:
+            changes.append(Change(Action.CREATE if a is None else Action.DELETE, Kind.CONNECTOR, name,
+                                  Safety.SAFE if a is None else Safety.DESTRUCTIVE,
+                                  "a new Connect cluster" if a is None else
+                                  "the Connect cluster and its connectors are no longer declared"))
+            if b is not None:
+                changes += connector_changes(name, b.connectors, {}, subject="diff")
+            continue
+        old, new = ({k: v for k, v in flat_fields(c).items() if k != "connectors"} for c in (a, b))
+        changes += [Change(Action.UPDATE, Kind.CONNECTOR, name, Safety.DISRUPTIVE,
+                           "the workers restart one at a time with it", key, old.get(key), new.get(key))
+                    for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+        changes += connector_changes(name, b.connectors,
+                                     {c.name: declared_as_live(c) for c in a.connectors}, subject="diff")
+        old_topics = {c.name: c.topics for c in a.connectors}
+        changes += [Change(Action.UPDATE, Kind.CONNECTOR, f"{name}/{c.name}", Safety.DESTRUCTIVE,
+                           "it moves other data", "declared topics", ", ".join(old_topics[c.name]),
+                           ", ".join(c.topics))
+                    for c in b.connectors if c.type == "source" and c.name in old_topics
+                    and old_topics[c.name] != c.topics]
+    return changes

@@ -111,13 +111,20 @@ def reset_names(value: str | None) -> frozenset[str]:
 
 
 def load(specs_dir: Path) -> SpecSet:
-    """The specs, or a RunError with the same located messages as `kraftform validate`."""
+    """The specs, or a RunError with the same located messages as `kraftform validate`. Kafka Connect clusters
+    are refused, at their place: the program does not run workers or connectors yet, and a declared connector
+    that `pulumi up` left out would be a change it silently ignored."""
     try:
-        return load_specs(specs_dir)
+        specs = load_specs(specs_dir)
     except SpecError as exc:
         raise pulumi.RunError("invalid specs:\n" + "\n".join(str(p) for p in exc.problems)) from None
     except KraftformError as exc:
         raise pulumi.RunError(str(exc)) from None
+    if specs.connect:
+        raise pulumi.RunError("the Pulumi program does not run Kafka Connect yet; nothing was deployed:\n" + "\n".join(
+            f"  {c.location}: Connect cluster {c.name!r}: run it with `kraftform connect up` and `kraftform connect "
+            f"apply` beside a local cluster, or leave it out of the stack's specs" for c in specs.connect))
+    return specs
 
 
 def user_passwords(users: Sequence[UserSpec]) -> dict[str, pulumi.Output[str]]:

@@ -7,6 +7,7 @@ unknown one). Such problems are collected, never raised one at a time.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -18,12 +19,17 @@ from kraftform.definitions.topic_configs import normalize_topic_config
 from kraftform.errors import Location, Problem
 from kraftform.specset.checks import feature_problem
 from kraftform.specset.model import (
+    DEFAULT_CONNECT_HEAP,
     REALTIME,
     AclSpec,
     ClusterDefaults,
     ClusterSpec,
+    ConnectorSpec,
+    ConnectPlugin,
+    ConnectSpec,
     ConsumerSpec,
     Conventions,
+    EnvSecret,
     ExternalListener,
     GroupReader,
     GroupSpec,
@@ -317,6 +323,33 @@ class Builder:
         return GroupSpec(entry.data["name"], config, entry.data.get("description", ""), entry.at(),
                          entry.data.get("type"), readers)
 
+    def connect(self, entry: Entry, cluster: ClusterSpec) -> ConnectSpec:
+        d = entry.data
+        topics = d.get("internal_topics", {})
+        heap = None if "heap" not in d else self._convert(parse_size, d["heap"], entry.at("heap"))
+        plugins = tuple(ConnectPlugin(p["name"], p["maven"], p["sha256"], tuple(p.get("exclude", ())),
+                                      entry.at("plugins", i))
+                        for i, p in enumerate(d.get("plugins", ())) if p is not SET_ASIDE)
+        connectors = tuple(self._connector(entry, i, c) for i, c in enumerate(d.get("connectors", ()))
+                           if c is not SET_ASIDE)
+        return ConnectSpec(
+            name=d["name"], user=d["user"], **present(d, "workers", "rest_port", "description"),
+            heap_bytes=DEFAULT_CONNECT_HEAP if heap is None else heap, plugins=plugins,
+            topic_prefix=topics.get("prefix", f"{d['name']}."),
+            replication_factor=topics.get("replication_factor", cluster.defaults.replication_factor),
+            **present(topics, "offsets_partitions", "status_partitions"),
+            config=plain_settings(d.get("config")), connectors=connectors, location=entry.at())
+
+    @staticmethod
+    def _connector(entry: Entry, index: int, d: Mapping[str, Any]) -> ConnectorSpec:
+        config: dict[str, str | EnvSecret] = {}
+        for key, value in (d.get("config") or {}).items():
+            config[key] = EnvSecret(value["env"]) if isinstance(value, dict) else plain_settings({key: value})[key]
+        return ConnectorSpec(
+            name=d["name"], connector_class=d["class"], type=d["type"], topics=tuple(d["topics"]),
+            **present(d, "tasks_max", "state", "description"), config=config,
+            location=entry.at("connectors", index))
+
     def quota(self, entry: Entry) -> QuotaSpec:
         d = entry.data
         values: dict[str, float] = {}
@@ -351,10 +384,13 @@ def build_specset(docs: list[SourceDoc]) -> tuple[SpecSet | None, list[Problem]]
                 **{"pattern_type": e.data["resource"]["pattern"]} if "pattern" in e.data["resource"] else {},
                 location=e.at())
         for e in entries(docs, "acls"))
+    connect = tuple(b.connect(e, cluster) for e in entries(docs, "connect"))
     specset = SpecSet(
         cluster=cluster,
-        topics=tuple(b.topic(e, cluster, profiles) for e in entries(docs, "topics")),
-        acls=declared_acls + _readers_acls(groups, declared_acls),
+        topics=tuple(b.topic(e, cluster, profiles) for e in entries(docs, "topics")) +
+        tuple(t for c in connect for t in c.derived_topics()),
+        acls=declared_acls + _derived_acls([*(a for g in groups for a in g.reader_acls()),
+                                            *(a for c in connect for a in c.derived_acls())], declared_acls),
         quotas=tuple(b.quota(e) for e in entries(docs, "quotas")),
         users=tuple(
             UserSpec(e.data["name"], _secret(e.data["password"]),
@@ -367,18 +403,20 @@ def build_specset(docs: list[SourceDoc]) -> tuple[SpecSet | None, list[Problem]]
         profiles=profiles,
         files=tuple(d.file for d in docs),
         groups=groups,
+        connect=connect,
     )
     return specset, b.problems
 
 
-def _readers_acls(groups: tuple[GroupSpec, ...], declared: tuple[AclSpec, ...]) -> tuple[AclSpec, ...]:
-    """The groups' readers' grants (`GroupSpec.reader_acls`), less those the acls section already declares: a
-    grant is one ACL binding in Kafka however many entries ask for it."""
+def _derived_acls(derived: list[AclSpec], declared: tuple[AclSpec, ...]) -> tuple[AclSpec, ...]:
+    """Grants the specs imply (a group's readers', a Connect cluster's workers'), less those the acls section
+    already declares: a grant is one ACL binding in Kafka however many entries ask for it."""
     have = {b for acl in declared for b in acl.bindings()}
     added: list[AclSpec] = []
-    for acl in (a for g in groups for a in g.reader_acls()):
-        if not set(acl.bindings()) <= have:
-            added.append(acl)
+    for acl in derived:
+        operations = tuple(b.operation for b in acl.bindings() if b not in have)
+        if operations:
+            added.append(dataclasses.replace(acl, operations=operations))
             have |= set(acl.bindings())
     return tuple(added)
 

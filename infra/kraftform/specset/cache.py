@@ -3,10 +3,11 @@ and cross-check them again (0.9 to 1.3 s of a no-op plan of 1,000 topics, docs/b
 
 Safe because validation is a pure function of the spec files' bytes and kraftform's own code and schemas (it reads
 no environment variable and no other file: a secret is a reference in the model, read at apply time). The key is a
-digest of every spec file's path and bytes and of every file of kraftform's package and JSON schemas (path, size,
-modification time), so any edit to either misses. Only a valid spec set is kept: an invalid one is validated
-again each time and reports every problem. The cache lives in $XDG_CACHE_HOME/kraftform (~/.cache/kraftform),
-each entry written atomically; KRAFTFORM_SPEC_CACHE=0 turns it off, and an entry that cannot be read is a miss.
+digest of the directory's path, every spec file's path and bytes and of every file of kraftform's package and JSON
+schemas (path, size, modification time), so any edit to either misses. Only a valid spec set is kept: an invalid
+one is validated again each time and reports every problem. The cache lives in $XDG_CACHE_HOME/kraftform
+(~/.cache/kraftform), each entry written atomically; KRAFTFORM_SPEC_CACHE=0 turns it off, and an entry that cannot
+be read is a miss.
 """
 
 from __future__ import annotations
@@ -44,8 +45,10 @@ def _code_files() -> Iterable[Path]:
 
 
 def key(specs_dir: Path, spec_files: Iterable[Path]) -> str:
-    """The digest of what validation reads: the spec files' bytes and kraftform's code and schemas."""
-    digest = hashlib.sha256(b"kraftform-specs-1\0")
+    """The digest of what validation reads: the spec files' bytes and kraftform's code and schemas, and where the
+    directory is (every `Location` in the model names its file by path: a copy elsewhere must not be told its
+    problems are in the original)."""
+    digest = hashlib.sha256(b"kraftform-specs-1\0" + str(specs_dir.resolve()).encode() + b"\0")
     for path in spec_files:
         digest.update(str(path.relative_to(specs_dir)).encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())

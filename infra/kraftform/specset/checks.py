@@ -15,7 +15,16 @@ from kraftform.definitions.features import RELEASE_FEATURES
 from kraftform.definitions.group_configs import bounds_problem
 from kraftform.definitions.server_configs import definition
 from kraftform.errors import Location, Problem
-from kraftform.specset.model import DEFAULT_ENTITY, RESERVED_USERS, AclSpec, ClusterSpec, SpecSet, TopicSpec
+from kraftform.specset.model import (
+    DEFAULT_ENTITY,
+    RESERVED_USERS,
+    AclSpec,
+    ClusterSpec,
+    ConnectorSpec,
+    EnvSecret,
+    SpecSet,
+    TopicSpec,
+)
 from kraftform.versions import SUPPORTED_KAFKA_TEXT, supported_kafka
 
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -184,7 +193,7 @@ def check_topic_names(s: SpecSet) -> Iterator[Problem]:
                                       f"('.' and '_' are the same in Kafka's metric names)")
         seen.setdefault(key, t)
         scope = s.cluster.managed_scope
-        if scope.topic_prefixes and not scope.covers_topic(t.name):
+        if scope.topic_prefixes and not scope.covers_topic(t.name) and t.derived_from is None:
             yield Problem(t.location, f"topic {t.name!r} is outside cluster.managed_scope.topic_prefixes "
                                       f"({', '.join(scope.topic_prefixes)}); kraftform could create it "
                                       f"but never manage it")
@@ -296,10 +305,60 @@ def acl_allows(acls: Iterable[AclSpec], user: str, resource_type: str, name: str
     return any(a.permission == "allow" for a in relevant) and not any(a.permission == "deny" for a in relevant)
 
 
+
+#: Worker settings kraftform sets itself (security, identity, internal topics, REST, plugins, secrets).
+CONNECT_OWNED = re.compile(r"^(bootstrap\.servers|group\.id|security\.protocol|sasl\..*|ssl\..*|"
+                           r"(config|offset|status)\.storage\..*|listeners|rest\..*|admin\.listeners|"
+                           r"plugin\.path|config\.providers.*|(producer|consumer|admin)\.(security|sasl|ssl)\..*|"
+                           r"connector\.client\.config\.override\.policy)$")
+#: Connector settings kraftform writes from the connector's own fields.
+CONNECTOR_FIELDS = {"name": "name", "connector.class": "class", "tasks.max": "tasks_max", "topics": "topics",
+                    "topics.regex": "topics"}
+#: A connector setting by this name holds a secret: only a reference ({env: NAME}) may give it.
+SECRET_KEY = re.compile(r"(password|secret|credential|private[._-]?key|token)", re.IGNORECASE)
+
+
+def check_connect(s: SpecSet) -> Iterator[Problem]:
+    users = {u.name for u in s.users}
+    yield from _duplicates(s.connect, lambda c: c.name, lambda c: c.location, "Connect cluster")
+    ports: dict[int, str] = {}
+    for c in s.connect:
+        named = f"Connect cluster {c.name!r}"
+        if c.user not in users:
+            yield Problem(c.location, f"{named}: user {c.user!r} is not a declared SCRAM user (its workers log "
+                                      f"in as it); declare it under `users`")
+        for port in range(c.rest_port, c.rest_port + c.workers):
+            if port in ports:
+                yield Problem(c.location, f"{named}: REST port {port} is also {ports[port]}'s")
+            ports[port] = c.name
+        for key in sorted(k for k in c.config if CONNECT_OWNED.match(k)):
+            yield Problem(c.location, f"{named}: worker setting {key!r} is kraftform's (security, identity, "
+                                      f"internal topics, REST and plugins follow from the specs)")
+        yield from _duplicates(c.plugins, lambda p: p.name, lambda p: p.location, "plugin")
+        yield from _duplicates(c.connectors, lambda k: k.name, lambda k: k.location, "connector")
+        for k in c.connectors:
+            yield from _connector_problems(s, k)
+
+
+def _connector_problems(s: SpecSet, k: ConnectorSpec) -> Iterator[Problem]:
+    named = f"connector {k.name!r}"
+    for topic in k.topics:
+        if s.topic(topic) is None:
+            yield Problem(k.location, f"{named}: topic {topic!r} is not declared (its ACLs are derived from "
+                                      f"the declared topics it {'reads' if k.type == 'sink' else 'writes'})")
+    for key, value in k.config.items():
+        if key in CONNECTOR_FIELDS:
+            yield Problem(k.location, f"{named}: set {key!r} through the connector's `{CONNECTOR_FIELDS[key]}`, "
+                                      f"not its config")
+        elif SECRET_KEY.search(key) and not isinstance(value, EnvSecret):
+            yield Problem(k.location, f"{named}: {key!r} looks like a secret; give it as {{env: NAME}} (the "
+                                      f"workers read it from their environment), never in the specs")
+
+
 CHECKS: tuple[Callable[[SpecSet], Iterator[Problem]], ...] = (
     check_unique_names, check_cluster, check_topic_names, check_topic_replication, check_acls,
     check_quotas,
-    check_group_bounds, check_groups,
+    check_group_bounds, check_groups, check_connect,
 )
 
 Check = Callable[[SpecSet], Iterator[Problem]]

@@ -207,6 +207,9 @@ class TopicSpec:
     owner: str | None = None
     expected_write_bytes_per_s: int | None = None
     location: Location = _loc()
+    #: What declared it when the specs did not name it themselves ("Connect cluster 'x'"): its name is not a
+    #: person's choice, so naming conventions and the managed scope's prefixes do not judge it.
+    derived_from: str | None = None
 
 
 AclResourceType = Literal["topic", "group", "cluster", "transactional_id", "delegation_token", "user"]
@@ -385,6 +388,108 @@ class GroupSpec:
 
 
 @dataclass(frozen=True)
+class EnvSecret:
+    """A connector setting read from the workers' environment when a task starts (Kafka's
+    EnvVarConfigProvider): the REST API, plans and logs hold `${env:NAME}` only."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return "${env:" + self.name + "}"
+
+
+ConnectorState = Literal["running", "paused", "stopped"]
+
+
+@dataclass(frozen=True)
+class ConnectorSpec:
+    name: str
+    connector_class: str
+    type: Literal["source", "sink"]
+    topics: tuple[str, ...]
+    tasks_max: int = 1
+    state: ConnectorState = "running"
+    config: Mapping[str, str | EnvSecret] = field(default_factory=dict)
+    description: str = ""
+    location: Location = _loc()
+
+    def rest_config(self) -> dict[str, str]:
+        """The config as Connect's REST API takes it: kraftform's fields as Connect's keys, secrets as
+        references."""
+        out = {key: str(value) for key, value in self.config.items()}
+        out |= {"name": self.name, "connector.class": self.connector_class, "tasks.max": str(self.tasks_max)}
+        if self.type == "sink":
+            out["topics"] = ",".join(self.topics)
+        return out
+
+
+@dataclass(frozen=True)
+class ConnectPlugin:
+    """A connector plugin from Maven Central, its jar's SHA-256 checked after download."""
+
+    name: str
+    maven: str
+    sha256: str
+    exclude: tuple[str, ...] = ()
+    location: Location = _loc()
+
+
+#: Each Connect worker's heap, unless its spec says otherwise.
+DEFAULT_CONNECT_HEAP = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ConnectSpec:
+    """A Kafka Connect cluster in distributed mode, its internal topics, and its connectors."""
+
+    name: str
+    user: str
+    workers: int = 1
+    rest_port: int = 18083
+    heap_bytes: int = DEFAULT_CONNECT_HEAP
+    plugins: tuple[ConnectPlugin, ...] = ()
+    topic_prefix: str = ""
+    replication_factor: int = 3
+    offsets_partitions: int = 25
+    status_partitions: int = 5
+    config: Settings = field(default_factory=dict)
+    connectors: tuple[ConnectorSpec, ...] = ()
+    description: str = ""
+    location: Location = _loc()
+
+    @property
+    def internal_topics(self) -> dict[str, str]:
+        """Role (config, offset, status: Connect's own words) -> topic name."""
+        return {"config": f"{self.topic_prefix}configs", "offset": f"{self.topic_prefix}offsets",
+                "status": f"{self.topic_prefix}status"}
+
+    def derived_topics(self) -> tuple[TopicSpec, ...]:
+        """The internal topics as the course and Connect's docs set them: compacted, the config topic with one
+        partition (Connect refuses more), the offsets topic with many."""
+        names = self.internal_topics
+        partitions = {"config": 1, "offset": self.offsets_partitions, "status": self.status_partitions}
+        return tuple(TopicSpec(names[role], partitions[role], self.replication_factor,
+                               {"cleanup.policy": "compact"}, description=f"Kafka Connect {self.name}: {role}s",
+                               location=self.location, derived_from=f"Connect cluster {self.name!r}")
+                     for role in ("config", "offset", "status"))
+
+    def derived_acls(self) -> tuple[AclSpec, ...]:
+        """What its workers need, as one principal: the group, the internal topics (and their configs: Connect
+        checks they are compacted), each sink's topics and its consumer group, each source's topics."""
+        user = f"User:{self.user}"
+        acls = [AclSpec(user, "group", self.name, ("read",), location=self.location)]
+        acls += [AclSpec(user, "topic", topic, ("read", "write", "describe", "describe_configs"),
+                         location=self.location) for topic in self.internal_topics.values()]
+        for c in self.connectors:
+            if c.type == "sink":
+                acls += [AclSpec(user, "group", f"connect-{c.name}", ("read",), location=c.location)]
+                acls += [AclSpec(user, "topic", t, ("read", "describe"), location=c.location) for t in c.topics]
+            else:
+                acls += [AclSpec(user, "topic", t, ("write", "describe"), location=c.location) for t in c.topics]
+        return tuple(acls)
+
+
+@dataclass(frozen=True)
 class SpecSet:
     """Everything one spec directory declares, with profiles resolved (built-ins included)."""
 
@@ -398,6 +503,7 @@ class SpecSet:
     profiles: Mapping[str, Profile] = field(default_factory=dict)
     files: tuple[str, ...] = ()
     groups: tuple[GroupSpec, ...] = ()
+    connect: tuple[ConnectSpec, ...] = ()
 
     def topic(self, name: str) -> TopicSpec | None:
         return next((t for t in self.topics if t.name == name), None)

@@ -1,0 +1,180 @@
+"""`kraftform connect up|down|plan|apply|status`: the specs' Kafka Connect clusters beside a local cluster.
+
+The Connect clusters' internal topics and their workers' grants are Kafka objects: `kraftform plan` and `apply`
+make them with everything else, and `connect up` refuses to start workers before they exist. Connectors go
+through the workers' REST API: planned here, validated by their own plugins, applied, and watched until they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from kraftform.cli.spec_commands import DEFAULT_SPECS
+from kraftform.declared import load_specs
+from kraftform.errors import PlanRefusedError, UsageError
+from kraftform.plan.changes import Plan, Safety
+from kraftform.plan.render import RENDERERS, render_text, summary
+from kraftform.specset.model import ConnectSpec, SpecSet
+
+STATE_HELP = "the state directory of a local cluster `kraftform cluster up` started (the workers run beside it)"
+
+
+def register(sub: Any) -> None:
+    connect = sub.add_parser("connect", help="the specs' Kafka Connect clusters and their connectors")
+    cs = connect.add_subparsers(dest="connect_command", required=True, parser_class=type(connect))
+
+    def command(name: str, help_text: str, handler: Any) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = cs.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("specs_dir", nargs="?", default=DEFAULT_SPECS, metavar="SPECS_DIR")
+        p.add_argument("--state-dir", type=Path, required=True, metavar="DIR", help=STATE_HELP)
+        p.add_argument("--name", metavar="CONNECT", help="only this Connect cluster (default: every one declared)")
+        p.set_defaults(handler=handler)
+        return p
+
+    command("up", "start the workers (those whose configuration changed restart, one at a time); returns when "
+                  "each serves its REST API", cmd_up)
+    down = command("down", "stop the workers", cmd_down)
+    down.add_argument("--purge", action="store_true", help="also remove their files (certificates, passwords)")
+    plan = command("plan", "connectors against what the workers run, each new or changed config validated by its "
+                           "plugin: exit 0 no changes, 2 changes, 1 a config the plugin refuses", cmd_plan)
+    plan.add_argument("--format", choices=tuple(RENDERERS), default="text")
+    apply = command("apply", "make the connectors as declared, then wait until they and their tasks run (or are "
+                             "paused or stopped as declared)", cmd_apply)
+    apply.add_argument("--auto-approve", action="store_true", help="apply without asking")
+    apply.add_argument("--allow-destructive", action="store_true",
+                       help="also delete connectors no longer declared and change a connector's class or topics")
+    command("status", "each connector's and task's state against the declared one: exit 2 when one differs",
+            cmd_status)
+
+
+def _chosen(specs: SpecSet, name: str | None) -> list[ConnectSpec]:
+    if not specs.connect:
+        raise UsageError("the specs declare no Connect cluster (a `connect:` section)")
+    if name is None:
+        return list(specs.connect)
+    found = [c for c in specs.connect if c.name == name]
+    if not found:
+        raise UsageError(f"no Connect cluster {name!r} in the specs (declared: "
+                         f"{', '.join(c.name for c in specs.connect)})")
+    return found
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from kraftform.kafka.admin import Admin
+    from kraftform.kafka.credentials import read_secret
+    from kraftform.runtime.connect import ConnectWorkers
+    from kraftform.runtime.deployment import admin_config, load
+
+    specs = load_specs(args.specs_dir)
+    runtime = load(args.state_dir).runtime
+    if runtime != "local":
+        raise UsageError(f"{args.state_dir}: a {runtime} cluster; `connect up` runs workers beside a local "
+                         f"cluster (`kraftform cluster up --runtime local`) only, so far")
+    admin = admin_config(args.state_dir)
+    present = set(Admin(admin).metadata().topics)
+    for spec in _chosen(specs, args.name):
+        missing = [t for t in spec.internal_topics.values() if t not in present]
+        if missing:
+            raise UsageError(f"Connect cluster {spec.name!r}: its internal topics {', '.join(missing)} are not there "
+                             f"yet; `kraftform apply {args.specs_dir} --state-dir {args.state_dir}` makes them and "
+                             f"its workers' grants")
+        user = next(u for u in specs.users if u.name == spec.user)
+        password = read_secret(user.password)
+        if password is None:
+            raise UsageError(f"Connect cluster {spec.name!r}: the password of its user {user.name!r} is not set "
+                             f"({user.password})")
+        kafka = admin.as_user(user.name, password, user.mechanism).java()
+        records = ConnectWorkers(args.state_dir, spec).up(kafka, os.environ, _progress)
+        print(f"{spec.name}: {len(records)} worker(s): " + ", ".join(f"https://{r.host}:{r.port}" for r in records))
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from kraftform.runtime.connect import ConnectWorkers
+
+    for spec in _chosen(load_specs(args.specs_dir), args.name):
+        ConnectWorkers(args.state_dir, spec).down(purge=args.purge)
+        print(f"{spec.name}: stopped" + (" and removed" if args.purge else ""))
+    return 0
+
+
+def _plans(args: argparse.Namespace) -> list[tuple[ConnectSpec, Any, Plan]]:
+    from kraftform.connect.reconcile import plan_connect
+    from kraftform.runtime.connect import ConnectWorkers
+
+    out = []
+    for spec in _chosen(load_specs(args.specs_dir), args.name):
+        rest = ConnectWorkers(args.state_dir, spec).rest()
+        out.append((spec, rest, plan_connect(rest, spec)))
+    return out
+
+
+def _joined(plans: list[tuple[ConnectSpec, Any, Plan]]) -> Plan:
+    return Plan(Plan.of([c for _, _, p in plans for c in p.changes]).changes,
+                problems=tuple(p for _, _, plan in plans for p in plan.problems))
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    plan = _joined(_plans(args))
+    sys.stdout.write(RENDERERS[args.format](plan))
+    if plan.problems:
+        return 1
+    return 0 if plan.empty else 2
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    from kraftform.connect.reconcile import apply_connect
+
+    plans = _plans(args)
+    plan = _joined(plans)
+    sys.stdout.write(render_text(plan))
+    if plan.problems:
+        raise PlanRefusedError("a connector's config is refused by its plugin (above); nothing was applied")
+    if plan.empty:
+        return 0
+    destructive = plan.by_safety(Safety.DESTRUCTIVE)
+    if destructive and not args.allow_destructive:
+        raise PlanRefusedError(f"{len(destructive)} destructive change(s) need --allow-destructive; nothing was "
+                               f"applied")
+    if not args.auto_approve:
+        if not sys.stdin.isatty():
+            raise UsageError("apply needs confirmation: run it in a terminal, or pass --auto-approve")
+        if input(f"Apply {summary(plan)}? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("Nothing applied.")
+            return 1
+    for spec, rest, one in plans:
+        apply_connect(rest, spec, one, _progress)
+    print(f"Applied {summary(plan)}; the connectors are as declared.")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from kraftform.runtime.connect import ConnectWorkers
+
+    differ = False
+    for spec in _chosen(load_specs(args.specs_dir), args.name):
+        workers = ConnectWorkers(args.state_dir, spec)
+        print(f"{spec.name}: {len(workers.running())} of {spec.workers} worker(s) running")
+        live = workers.rest().connectors()
+        for c in spec.connectors:
+            found = live.get(c.name)
+            state = found.state if found else "absent"
+            tasks = ", ".join(f"task {t[0]} {t[1]}" for t in found.tasks) if found else ""
+            ok = found is not None and found.state == c.state and not found.failed_tasks
+            differ |= not ok
+            print(f"  {'ok  ' if ok else 'DIFF'} {c.name}: {state} (declared {c.state})"
+                  + (f"; {tasks}" if tasks else ""))
+            for task, _, trace in found.failed_tasks if found else ():
+                print(f"       task {task} failed: {trace}")
+        for name in sorted(set(live) - {c.name for c in spec.connectors}):
+            differ = True
+            print(f"  DIFF {name}: {live[name].state} (not declared)")
+    return 2 if differ else 0

@@ -1,0 +1,125 @@
+"""Connectors planned and applied through a Connect cluster's REST API.
+
+The plan is validated by the plugins themselves: each new or changed connector's config goes to the worker's
+`PUT /connector-plugins/{class}/config/validate`, and every error it returns is a problem of the plan at the
+connector's place in the specs; nothing is applied while one remains. Apply sends each connector's work once
+(a config PUT however many keys changed) and returns when every connector is in its declared state and, when
+running, each of its tasks runs; a task that fails fails the apply with the first line of its trace.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from kraftform.connect.rest import ConnectRest
+from kraftform.errors import KafkaRequestFailed
+from kraftform.plan.changes import ConnectorWork, Plan
+from kraftform.plan.connectors import FAILED, RUNNING, LiveConnector, connector_changes
+from kraftform.specset.model import ConnectorSpec, ConnectSpec
+
+Progress = Callable[[str], None]
+#: How long an apply waits for connectors and tasks to reach their declared state.
+SETTLE_TIMEOUT_S = 120.0
+#: A failure this long is the connector's state, not the status topic still reporting the run before a restart.
+FAILED_FOR_S = 5.0
+#: As declared this long before apply says so: a task reports running before it fails (a source task whose
+#: producer may not write its topic failed 5-6 s after its restart here).
+STABLE_FOR_S = 10.0
+
+
+def plan_connect(rest: ConnectRest, spec: ConnectSpec) -> Plan:
+    live = rest.connectors()
+    changes = connector_changes(spec.name, spec.connectors, live)
+    touched = {c.resource.split("/", 1)[1] for c in changes
+               if isinstance(c.payload, ConnectorWork) and c.payload.operation in ("create", "config")}
+    problems = tuple(problem for c in spec.connectors if c.name in touched for problem in _invalid(rest, c))
+    return Plan(Plan.of(changes).changes, problems=problems)
+
+
+def _invalid(rest: ConnectRest, connector: ConnectorSpec) -> list[str]:
+    try:
+        errors = rest.validate(connector.connector_class, connector.rest_config())
+    except KafkaRequestFailed as exc:  # an unknown class is answered 4xx, not as a field error
+        return [f"{connector.location}: connector {connector.name!r}: {exc}"]
+    return [f"{connector.location}: connector {connector.name!r}: {key}: {message}" for key, message in errors]
+
+
+def apply_connect(rest: ConnectRest, spec: ConnectSpec, plan: Plan, progress: Progress,
+                  timeout: float = SETTLE_TIMEOUT_S) -> None:
+    done: set[tuple[str, str]] = set()
+    for change in plan.changes:
+        work = change.payload
+        if not isinstance(work, ConnectorWork):
+            continue
+        name = change.resource.split("/", 1)[1]
+        if (name, work.operation) in done:
+            continue
+        done.add((name, work.operation))
+        progress(f"{spec.name}: {_verb(work)} connector {name} ...")
+        if work.operation == "create":
+            assert work.config is not None and work.state is not None
+            rest.create(name, dict(work.config), work.state)
+        elif work.operation == "config":
+            assert work.config is not None
+            rest.put_config(name, dict(work.config))
+        elif work.operation == "state":
+            assert work.state is not None
+            rest.set_state(name, work.state)
+        elif work.operation == "restart":
+            rest.restart(name)
+        elif work.operation == "delete":
+            rest.delete(name)
+    wait_declared(rest, spec, timeout)
+
+
+def _verb(work: ConnectorWork) -> str:
+    return {"create": "creating", "config": "updating", "restart": "restarting what failed in",
+            "delete": "deleting"}.get(work.operation, {"running": "resuming", "paused": "pausing",
+                                                       "stopped": "stopping"}.get(work.state or "", "changing"))
+
+
+def wait_declared(rest: ConnectRest, spec: ConnectSpec, timeout: float = SETTLE_TIMEOUT_S) -> None:
+    """Until each declared connector is in its state and, if running, each of its tasks runs, for STABLE_FOR_S; a
+    task (or connector) failed for FAILED_FOR_S raises with Connect's own account of it."""
+    deadline = time.monotonic() + timeout
+    failing_since: dict[str, float] = {}
+    settled_since: float | None = None
+    while True:
+        live = rest.connectors()
+        pending = []
+        for c in spec.connectors:
+            found = live.get(c.name)
+            failure = _failure(c, found)
+            if failure is None:
+                failing_since.pop(c.name, None)
+            elif time.monotonic() - failing_since.setdefault(c.name, time.monotonic()) >= FAILED_FOR_S:
+                raise KafkaRequestFailed(failure)
+            if not _settled(c, found):
+                pending.append(f"{c.name}: {found.state if found else 'absent'}")
+        if pending:
+            settled_since = None
+        else:
+            settled_since = settled_since or time.monotonic()
+            if time.monotonic() - settled_since >= STABLE_FOR_S:
+                return
+        if time.monotonic() >= deadline:
+            raise KafkaRequestFailed(f"Connect cluster {spec.name!r}: not as declared after {timeout:.0f} s: "
+                                     f"{'; '.join(pending)}")
+        time.sleep(1.0)
+
+
+def _failure(c: ConnectorSpec, found: LiveConnector | None) -> str | None:
+    if found is None or c.state != RUNNING:
+        return None
+    if found.state == FAILED:
+        return f"connector {c.name!r} ({c.location}) failed"
+    for task, _, trace in found.failed_tasks:
+        return f"connector {c.name!r} ({c.location}): task {task} failed: {trace}"
+    return None
+
+
+def _settled(c: ConnectorSpec, found: LiveConnector | None) -> bool:
+    if found is None or found.state != c.state:
+        return False
+    return c.state != RUNNING or (len(found.tasks) > 0 and all(t[1] == RUNNING for t in found.tasks))

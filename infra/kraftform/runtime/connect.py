@@ -1,0 +1,246 @@
+"""Kafka Connect workers on this machine, beside a local cluster: one JVM per worker, distributed mode.
+
+Each worker's files live under `<state>/connect/<name>/worker-<i>/`: its properties (with the Connect user's
+Kafka password: 0600), its REST certificate signed by the cluster's CA (PKCS#12, the only key store Connect's
+Jetty reads), the JAAS file and user list of the REST API's basic authentication, and its log. The REST password
+and the key stores' password are made once and kept in `<state>/connect/<name>/secrets.json` (0600). Workers
+bind the cluster's loopback range (127.A.2.<i + 1>) at the declared port and the next ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kraftform.artifacts import CONNECT_LOG4J2_FILE, builtin_plugin, connect_plugin, ensure_connect
+from kraftform.cluster.certificates import issue, pkcs12_keystore, pkcs12_truststore
+from kraftform.cluster.connect import (
+    CONNECT_MAIN,
+    REST_USER,
+    RenderedWorker,
+    WorkerFiles,
+    jaas_config,
+    rest_port,
+    rest_users,
+    worker_java_options,
+    worker_properties,
+    worker_properties_text,
+)
+from kraftform.connect.rest import ConnectRest
+from kraftform.errors import (
+    AuthenticationFailed,
+    ClusterUnhealthy,
+    ConnectionFailed,
+    KafkaRequestFailed,
+    UsageError,
+)
+from kraftform.runtime import deployment as dep
+from kraftform.runtime.local import java_binary, last_error_line, loopback_base, tail
+from kraftform.specset.model import ConnectSpec
+from kraftform.statefiles import PRIVATE, read_json, write_atomic
+from kraftform.versions import CONNECT_VERSION
+from kraftform.waiting import NotYet, poll
+
+#: Kafka's own plugins every worker loads: FileStream source and sink, MirrorMaker 2.
+DEFAULT_PLUGINS = ("file", "mirror")
+#: The REST API's basic authentication goes on the worker's class path, not plugin.path: JAAS loads its login
+#: module through the request thread's class loader, which does not see a plugin's (every login then failed:
+#: "User cannot access the resource").
+CLASS_PATH_PLUGINS = ("basic-auth",)
+WORKERS_FILE = "workers.json"
+SECRETS_FILE = "secrets.json"
+LOG_FILE = "worker.log"
+#: A worker's first start loads every plugin and joins the group: 20-40 s on 2 cores.
+START_TIMEOUT_S = 180.0
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class WorkerRecord:
+    index: int
+    host: str
+    port: int
+    pid: int
+
+
+def worker_host(state_dir: Path, index: int) -> str:
+    return f"{loopback_base(state_dir)}2.{index + 1}"
+
+
+class ConnectWorkers:
+    """The workers of one declared Connect cluster, for one local cluster's state directory."""
+
+    def __init__(self, state_dir: Path, spec: ConnectSpec) -> None:
+        self.state_dir = state_dir.resolve()
+        self.spec = spec
+        self.dir = self.state_dir / "connect" / spec.name
+
+    # --- secrets and files --------------------------------------------------------------------------------
+
+    def _secrets(self) -> dict[str, str]:
+        path = self.dir / SECRETS_FILE
+        if path.is_file():
+            return dict(read_json(path, f"Connect cluster {self.spec.name}'s REST and key store passwords"))
+        made = {"rest_password": secrets.token_urlsafe(24), "store_password": secrets.token_urlsafe(24)}
+        write_atomic(path, json.dumps(made), PRIVATE)
+        return made
+
+    def rest(self) -> ConnectRest:
+        """A client of the first worker that answers (the REST API forwards to the leader where it must)."""
+        records = self._records()
+        if not records:
+            raise UsageError(f"Connect cluster {self.spec.name!r} is not running here; start it with "
+                             f"`kraftform connect up`")
+        ca = dep.admin_config(self.state_dir).ca_path
+        password = self._secrets()["rest_password"]
+        alive = [r for r in records if self._alive(r)] or records
+        return ConnectRest(f"https://{alive[0].host}:{alive[0].port}", REST_USER, password, ca)
+
+    def _files(self, index: int) -> WorkerFiles:
+        d = self.dir / f"worker-{index}"
+        return WorkerFiles(str(d), str(d / "tls" / "rest.p12"), str(d / "tls" / "truststore.p12"),
+                           str(d / "jaas.conf"), str(d / "rest-users.properties"))
+
+    def render(self, kafka: Mapping[str, str], plugin_path: tuple[str, ...]) -> list[RenderedWorker]:
+        store = self._secrets()["store_password"]
+        return [RenderedWorker(i, worker_host(self.state_dir, i), rest_port(self.spec, i),
+                               worker_properties(self.spec, i, worker_host(self.state_dir, i), kafka,
+                                                 self._files(i), store, plugin_path))
+                for i in range(self.spec.workers)]
+
+    def _write(self, worker: RenderedWorker) -> bool:
+        """The worker's files; True when its properties changed (a running worker must restart to read them)."""
+        files = self._files(worker.index)
+        passwords = self._secrets()
+        target = Path(files.dir) / "worker.properties"
+        text = worker_properties_text(self.spec, worker.index, worker.properties)
+        changed = not target.is_file() or target.read_text() != text
+        if changed:
+            write_atomic(target, text, PRIVATE)
+        if not Path(files.keystore).is_file():
+            ca = dep.load_secrets(self.state_dir).ca
+            pair = issue(ca, f"{self.spec.name} Connect worker {worker.index}", ["localhost"],
+                         [worker.host, "127.0.0.1"])
+            write_atomic(Path(files.keystore), pkcs12_keystore(pair, passwords["store_password"]), PRIVATE)
+            write_atomic(Path(files.truststore), pkcs12_truststore(ca.cert_pem, passwords["store_password"]))
+        write_atomic(Path(files.jaas), jaas_config(files.rest_users))
+        write_atomic(Path(files.rest_users), rest_users(passwords["rest_password"]), PRIVATE)
+        return changed
+
+    # --- processes ----------------------------------------------------------------------------------------
+
+    def _records(self) -> list[WorkerRecord]:
+        path = self.dir / WORKERS_FILE
+        if not path.is_file():
+            return []
+        return [WorkerRecord(**r) for r in read_json(path, f"Connect cluster {self.spec.name}'s workers")]
+
+    def _save(self, records: list[WorkerRecord]) -> None:
+        write_atomic(self.dir / WORKERS_FILE, json.dumps([asdict(r) for r in records], indent=2) + "\n")
+
+    def _alive(self, record: WorkerRecord) -> bool:
+        try:
+            cmdline = Path(f"/proc/{record.pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+        # A recycled pid belongs to someone else: check it runs this worker's configuration.
+        return CONNECT_MAIN.encode() in cmdline and self._files(record.index).dir.encode() in cmdline
+
+    def _start(self, worker: RenderedWorker, env: Mapping[str, str]) -> WorkerRecord:
+        files = self._files(worker.index)
+        home = ensure_connect(CONNECT_VERSION)
+        options = worker_java_options(self.spec.heap_bytes, files.jaas, str(home / "config" / CONNECT_LOG4J2_FILE))
+        classpath = [str(home / "libs" / "*"),
+                     *(str(builtin_plugin(name) / "libs" / "*") for name in CLASS_PATH_PLUGINS)]
+        cmd = [java_binary(), *options, "-cp", os.pathsep.join(classpath), CONNECT_MAIN,
+               str(Path(files.dir) / "worker.properties")]
+        with open(Path(files.dir) / LOG_FILE, "ab") as log:
+            log.write(f"=== kraftform: starting worker {worker.index} at {time.strftime('%H:%M:%S')}\n".encode())
+            log.flush()
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, cwd=files.dir, env=dict(env))
+        return WorkerRecord(worker.index, worker.host, worker.port, proc.pid)
+
+    def _stop(self, record: WorkerRecord, sig: int = signal.SIGTERM, grace: float = 30) -> None:
+        if not self._alive(record):
+            return
+        os.kill(record.pid, sig)
+        deadline = time.monotonic() + grace
+        while self._alive(record) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if self._alive(record):
+            os.kill(record.pid, signal.SIGKILL)
+
+    def plugin_path(self) -> tuple[str, ...]:
+        """Kafka's own plugins and the declared ones, fetched once each, their checksums checked."""
+        return (*(str(builtin_plugin(name)) for name in DEFAULT_PLUGINS),
+                *(str(connect_plugin(p.maven, p.sha256, p.exclude, f"plugin {p.name!r} ({p.location})"))
+                  for p in self.spec.plugins))
+
+    def up(self, kafka: Mapping[str, str], env: Mapping[str, str], progress: Progress,
+           timeout: float = START_TIMEOUT_S) -> list[WorkerRecord]:
+        """Start the workers that are not running, restart (one at a time) those whose files changed, stop those
+        past the declared count; return when every worker's REST API answers an authenticated request."""
+        plugin_path = self.plugin_path()
+        ensure_connect(CONNECT_VERSION)
+        kept = {r.index: r for r in self._records()}
+        records: list[WorkerRecord] = []
+        for worker in self.render(kafka, plugin_path):
+            changed = self._write(worker)
+            record = kept.pop(worker.index, None)
+            if record is not None and self._alive(record) and not changed:
+                records.append(record)
+                continue
+            if record is not None:
+                progress(f"{self.spec.name}: restarting worker {worker.index} (its configuration changed) ...")
+                self._stop(record)
+            else:
+                progress(f"{self.spec.name}: starting worker {worker.index} on {worker.url} ...")
+            started = self._start(worker, env)
+            records.append(started)
+            self._save(records + list(kept.values()))
+            self._wait_up(started, timeout)
+        for extra in kept.values():
+            progress(f"{self.spec.name}: stopping worker {extra.index} (no longer declared) ...")
+            self._stop(extra)
+        self._save(records)
+        return records
+
+    def _wait_up(self, record: WorkerRecord, timeout: float) -> None:
+        rest = ConnectRest(f"https://{record.host}:{record.port}", REST_USER, self._secrets()["rest_password"],
+                           dep.admin_config(self.state_dir).ca_path, timeout=10)
+        log = Path(self._files(record.index).dir) / LOG_FILE
+
+        def answered() -> None:
+            if not self._alive(record):
+                raise ClusterUnhealthy(f"Connect worker {record.index} of {self.spec.name!r} exited: "
+                                       f"{last_error_line(tail(log))} (its log: {log})")
+            try:
+                rest.request("GET", "/connectors", retry_s=0)
+            except AuthenticationFailed:
+                raise  # the REST API runs and refuses kraftform's login: no waiting mends that
+            except (ConnectionFailed, KafkaRequestFailed) as exc:
+                raise NotYet(str(exc)) from None
+
+        poll(f"Connect worker {record.index} of {self.spec.name!r} to serve its REST API", timeout, answered,
+             interval=1.0)
+
+    def down(self, purge: bool = False) -> None:
+        for record in self._records():
+            self._stop(record)
+        if purge:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        elif self.dir.is_dir():
+            self._save([])
+
+    def running(self) -> list[WorkerRecord]:
+        return [r for r in self._records() if self._alive(r)]

@@ -1,0 +1,285 @@
+"""Kafka Connect as code against the shared local cluster: a real distributed worker (Kafka's connect-runtime from
+Maven Central) started by `kraftform connect up`, logging in over SASL_SSL as its declared user with derived grants,
+its REST API over TLS behind basic authentication; Kafka's FileStream sink and source declared, validated by the
+plugins at plan time, applied, drifted with a raw REST call and repaired, paused and resumed, deleted only when
+allowed. The tests run in order on one Connect cluster.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import random
+import shutil
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from kraftform.runtime.local import listening
+from kraftform.testing.cluster import EphemeralCluster, ephemeral_cluster
+
+from ..conftest import CLUSTER_SPECS, unique
+
+pytestmark = pytest.mark.integration
+
+#: Debezium's PostgreSQL connector from Maven Central, as a user declares a plugin: its jar's SHA-256 pinned.
+DEBEZIUM = {"name": "debezium-postgres", "maven": "io.debezium:debezium-connector-postgres:3.6.1.Final",
+            "sha256": "e7bb97f00f97ec78d7c39b19e2b0797739438433b6acaa0941e18dbc2da0d854"}
+POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
+FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+PASSWORD_ENV = "KRAFTFORM_PASSWORD_ORDERS_CONNECT"
+FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+
+
+@dataclass
+class Connected:
+    cluster: EphemeralCluster
+    root: Path
+    files: Path
+    connect: dict[str, Any]
+
+    orders, lines, other = "orders.created", "orders.lines", "orders.other"
+
+    @property
+    def name(self) -> str:
+        return str(self.connect["name"])
+
+    @property
+    def dir(self) -> Path:
+        return self.cluster.state_dir / "connect" / self.name
+
+    def connector(self, name: str) -> dict[str, Any]:
+        return next(c for c in self.connect["connectors"] if c["name"] == name)
+
+    def write(self) -> None:
+        (self.root / "connect.yaml").write_text(yaml.safe_dump({"connect": [self.connect]}))
+
+    def kraftform(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        command, *rest = args
+        return subprocess.run([sys.executable, "-m", "kraftform", "connect", command, str(self.root),
+                               "--state-dir", str(self.cluster.state_dir), *rest], capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+    def worker(self) -> dict[str, Any]:
+        return dict(json.loads((self.dir / "workers.json").read_text())[0])
+
+    def rest(self, method: str, path: str, body: Any = None, password: str | None = None) -> Any:
+        worker = self.worker()
+        headers = {"Content-Type": "application/json"}
+        if password != "":
+            secret = password or json.loads((self.dir / "secrets.json").read_text())["rest_password"]
+            headers["Authorization"] = "Basic " + base64.b64encode(f"kraftform:{secret}".encode()).decode()
+        context = ssl.create_default_context(cafile=self.cluster.admin.ca_path)
+        request = urllib.request.Request(f"https://{worker['host']}:{worker['port']}{path}",
+                                         None if body is None else json.dumps(body).encode(), headers, method=method)
+        with urllib.request.urlopen(request, timeout=30, context=context) as response:
+            raw = response.read()
+        return json.loads(raw) if raw else None
+
+
+def _free_port() -> int:
+    while True:
+        port = random.randint(20000, 29000)
+        if not listening("127.0.0.1", port):
+            return port
+
+
+@pytest.fixture(scope="module")
+def connected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
+    """A `fast` cluster of the module's own (replication is not the subject: one combined node), its specs the
+    test cluster's cluster section, three topics, the Connect cluster's user and the `connect:` section; a worker
+    started as users start it."""
+    base = tmp_path_factory.mktemp("connect")
+    root, files = base / "specs", base / "files"
+    root.mkdir()
+    files.mkdir()
+    (files / "in.txt").write_text("")
+    shutil.copy(CLUSTER_SPECS / "cluster.yaml", root / "cluster.yaml")
+    (root / "kafka.yaml").write_text(yaml.safe_dump({
+        "topics": [{"name": Connected.orders, "partitions": 3}, {"name": Connected.lines, "partitions": 1},
+                   {"name": Connected.other, "partitions": 1}],
+        "users": [{"name": "orders-connect", "password": {"env": PASSWORD_ENV}}]}))
+    connect = {
+        "name": "orders-connect", "user": "orders-connect", "rest_port": _free_port(),
+        "internal_topics": {"offsets_partitions": 3, "status_partitions": 1},
+        "config": {"offset.flush.interval.ms": 1000},
+        "plugins": [dict(DEBEZIUM)],
+        "connectors": [
+            {"name": "archive", "class": FILE_SINK, "type": "sink", "topics": [Connected.orders],
+             "config": {"file": str(files / "archive.txt")}},
+            {"name": "lines", "class": FILE_SOURCE, "type": "source", "topics": [Connected.lines],
+             "config": {"file": str(files / "in.txt"), "topic": Connected.lines}},
+        ],
+    }
+    (root / "connect.yaml").write_text(yaml.safe_dump({"connect": [connect]}))
+    # The internal topics, the user and its derived grants are Kafka objects: the test cluster applies them.
+    with ephemeral_cluster(root, "fast", "local", base_dir=base / "clusters") as cluster:
+        os.environ[PASSWORD_ENV] = cluster.passwords["orders-connect"]
+        c = Connected(cluster, root, files, connect)
+        up = c.kraftform("up")
+        assert up.returncode == 0, up.stdout + up.stderr
+        try:
+            yield c
+        finally:
+            c.kraftform("down", "--purge")
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.is_file() else []
+
+
+def test_the_rest_api_answers_only_an_authenticated_user_over_tls(connected: Connected) -> None:
+    assert connected.rest("GET", "/connectors") == []
+    for password in ("", "wrong"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            connected.rest("GET", "/connectors", password=password)
+        assert refused.value.code == 401
+    worker = connected.worker()
+    # Plain HTTP gets a TLS alert, no HTTP answer (http.client reads it as a bad status line).
+    with pytest.raises(http.client.HTTPException):
+        urllib.request.urlopen(f"http://{worker['host']}:{worker['port']}/connectors", timeout=10)
+
+
+def test_a_declared_plugin_loads_and_one_whose_checksum_differs_is_refused_before_any_worker_restarts(
+        connected: Connected) -> None:
+    classes = {p["class"] for p in connected.rest("GET", "/connector-plugins")}
+    assert {POSTGRES_CONNECTOR, FILE_SINK, FILE_SOURCE} <= classes, classes
+    workers = (connected.dir / "workers.json").read_text()
+    connected.connect["plugins"][0]["sha256"] = "0" * 64
+    connected.write()
+    try:
+        refused = connected.kraftform("up")
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert (f"plugin 'debezium-postgres' ({connected.root / 'connect.yaml'}:" in refused.stderr
+                and "has SHA-256 e7bb97f0" in refused.stderr and "refusing to load it" in refused.stderr), \
+            refused.stderr
+        assert (connected.dir / "workers.json").read_text() == workers
+    finally:
+        connected.connect["plugins"][0]["sha256"] = DEBEZIUM["sha256"]
+        connected.write()
+
+
+def test_a_setting_the_plugin_refuses_stops_the_plan_at_the_connectors_line(connected: Connected) -> None:
+    del connected.connector("lines")["config"]["topic"]
+    # Debezium's own checks too (the declared plugin), on a capture with no topic prefix.
+    connected.connect["connectors"].append(
+        {"name": "cdc", "class": POSTGRES_CONNECTOR, "type": "source", "topics": [connected.lines],
+         "config": {"database.hostname": "127.0.0.1", "database.port": 1, "database.user": "cdc",
+                    "database.password": {"env": "KC_CDC_PASSWORD"}, "database.dbname": "orders"}})
+    connected.write()
+    try:
+        planned = connected.kraftform("plan")
+        assert planned.returncode == 1, planned.stdout + planned.stderr
+        assert "connect.yaml:" in planned.stdout and "connector 'lines': topic:" in planned.stdout, planned.stdout
+        assert "Missing required configuration \"topic\"" in planned.stdout, planned.stdout
+        assert "connector 'cdc': topic.prefix:" in planned.stdout, planned.stdout
+        refused = connected.kraftform("apply", "--auto-approve")
+        assert refused.returncode == 1 and "nothing was applied" in refused.stderr
+        assert connected.rest("GET", "/connectors") == []
+    finally:
+        connected.connector("lines")["config"]["topic"] = connected.lines
+        connected.connect["connectors"].pop()
+        connected.write()
+
+
+def test_declared_connectors_move_data_both_ways_and_a_second_apply_is_empty(connected: Connected) -> None:
+    planned = connected.kraftform("plan")
+    assert planned.returncode == 2 and planned.stdout.count("[safe] create connector") == 2, planned.stdout
+    applied = connected.kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert connected.kraftform("plan").returncode == 0
+
+    producer = Producer(connected.cluster.client())
+    for i in range(300):
+        producer.produce(connected.orders, key=str(i % 7), value=json.dumps(f"order-{i}"))
+    assert producer.flush(30) == 0
+    with (connected.files / "in.txt").open("a") as f:
+        f.writelines(f"line {i}\n" for i in range(200))
+    deadline = time.monotonic() + 90
+    while len(_lines(connected.files / "archive.txt")) < 300 and time.monotonic() < deadline:
+        time.sleep(1)
+    # JsonConverter without schemas hands the sink each JSON string as a string: one line per record.
+    assert sorted(_lines(connected.files / "archive.txt")) == sorted(f"order-{i}" for i in range(300))
+    assert sorted(_consume(connected, connected.lines, 200)) == sorted(f"line {i}" for i in range(200))
+
+
+def _consume(connected: Connected, topic: str, count: int) -> list[str]:
+    consumer = Consumer({**connected.cluster.client(), "group.id": unique("kcread"),
+                         "enable.auto.commit": "false"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    seen: list[str] = []
+    deadline = time.monotonic() + 90
+    try:
+        while len(seen) < count and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and not message.error():
+                seen.append(json.loads(message.value() or b'""'))
+    finally:
+        consumer.close()
+    return seen
+
+
+def test_drift_made_through_the_rest_api_shows_in_the_plan_and_apply_repairs_it(connected: Connected) -> None:
+    config = connected.rest("GET", "/connectors/archive/config")
+    connected.rest("PUT", "/connectors/archive/config", {**config, "file": str(connected.files / "elsewhere.txt")})
+    planned = connected.kraftform("plan")
+    assert planned.returncode == 2, planned.stdout + planned.stderr
+    assert f"file: {connected.files / 'elsewhere.txt'} -> {connected.files / 'archive.txt'}" in planned.stdout
+    assert connected.kraftform("apply", "--auto-approve").returncode == 0
+    assert connected.rest("GET", "/connectors/archive/config")["file"] == str(connected.files / "archive.txt")
+    assert connected.kraftform("plan").returncode == 0
+
+
+def test_pause_and_resume_as_declared_and_status_says_so(connected: Connected) -> None:
+    connected.connector("archive")["state"] = "paused"
+    connected.write()
+    applied = connected.kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert connected.rest("GET", "/connectors/archive/status")["connector"]["state"] == "PAUSED"
+    status = connected.kraftform("status")
+    assert status.returncode == 0 and "ok   archive: paused (declared paused)" in status.stdout, status.stdout
+    connected.connector("archive")["state"] = "running"
+    connected.write()
+    assert "[safe] update connector" in connected.kraftform("plan").stdout
+    assert connected.kraftform("apply", "--auto-approve").returncode == 0
+    assert connected.rest("GET", "/connectors/archive/status")["connector"]["state"] == "RUNNING"
+
+
+def test_a_source_writing_a_topic_its_user_has_no_grant_on_fails_the_apply_with_kafkas_refusal(
+        connected: Connected) -> None:
+    # Declared as writing `lines` (so granted that), configured to write `other`: Kafka's authorizer refuses.
+    connected.connect["connectors"].append(
+        {"name": "stray", "class": FILE_SOURCE, "type": "source", "topics": [connected.lines],
+         "config": {"file": str(connected.files / "in.txt"), "topic": connected.other}})
+    connected.write()
+    applied = connected.kraftform("apply", "--auto-approve", timeout=400)
+    assert applied.returncode == 1, applied.stdout + applied.stderr
+    assert "connector 'stray'" in applied.stderr and "TopicAuthorizationException" in applied.stderr, applied.stderr
+    status = connected.kraftform("status")
+    assert status.returncode == 2 and "DIFF stray" in status.stdout, status.stdout
+
+
+def test_an_undeclared_connector_is_deleted_only_when_allowed(connected: Connected) -> None:
+    connected.connect["connectors"] = [c for c in connected.connect["connectors"] if c["name"] != "stray"]
+    connected.write()
+    planned = connected.kraftform("plan")
+    assert "[destructive] delete connector" in planned.stdout and "/stray" in planned.stdout, planned.stdout
+    refused = connected.kraftform("apply", "--auto-approve")
+    assert refused.returncode == 1 and "--allow-destructive" in refused.stderr
+    assert "stray" in connected.rest("GET", "/connectors")
+    assert connected.kraftform("apply", "--auto-approve", "--allow-destructive").returncode == 0
+    assert sorted(connected.rest("GET", "/connectors")) == ["archive", "lines"]
+    assert connected.kraftform("plan").returncode == 0

@@ -1,0 +1,148 @@
+"""Connect clusters in the specs: their internal topics and their workers' grants derived, every reference
+checked where it is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kraftform.declared import load_specs
+from kraftform.errors import SpecError
+from kraftform.lint import lint
+from kraftform.specset.model import EnvSecret
+
+from ...conftest import SpecsCopy
+
+CONNECT = """\
+users:
+  - name: orders-connect
+    password: {env: KRAFTFORM_PASSWORD_ORDERS_CONNECT}
+connect:
+  - name: orders-connect
+    user: orders-connect
+    workers: 2
+    internal_topics: {offsets_partitions: 10}
+    connectors:
+      - name: orders-archive
+        class: org.apache.kafka.connect.file.FileStreamSinkConnector
+        type: sink
+        topics: [orders.created.v1]
+        config: {file: /var/archive/orders.txt}
+      - name: orders-import
+        class: org.apache.kafka.connect.file.FileStreamSourceConnector
+        type: source
+        topics: [orders.status.v1]
+        state: paused
+        config: {file: /var/import/status.txt, topic: orders.status.v1, api.password: {env: IMPORT_PASSWORD}}
+"""
+
+
+def with_connect(specs: Path, text: str = CONNECT) -> Path:
+    (specs / "connect.yaml").write_text(text)
+    return specs
+
+
+def test_internal_topics_are_compacted_and_sized_as_connect_needs(specs_copy: SpecsCopy) -> None:
+    loaded = load_specs(with_connect(specs_copy()))
+    internal = {t.name: t for t in loaded.topics if t.derived_from}
+    assert {n: (t.partitions, t.replication_factor, dict(t.config)) for n, t in internal.items()} == {
+        "orders-connect.configs": (1, 3, {"cleanup.policy": "compact"}),
+        "orders-connect.offsets": (10, 3, {"cleanup.policy": "compact"}),
+        "orders-connect.status": (5, 3, {"cleanup.policy": "compact"}),
+    }
+    # Outside managed_scope's prefixes and the naming convention: derived names are judged by neither.
+    assert not [f for f in lint(loaded, "prod") if "orders-connect." in str(f)]
+
+
+def test_the_workers_user_is_granted_its_group_internal_topics_and_each_connectors_topics(
+        specs_copy: SpecsCopy) -> None:
+    loaded = load_specs(with_connect(specs_copy()))
+    grants = {(b.resource_type, b.resource_name, b.operation) for b in loaded.acl_bindings()
+              if b.principal == "User:orders-connect"}
+    internal = {("topic", f"orders-connect.{t}", op) for t in ("configs", "offsets", "status")
+                for op in ("read", "write", "describe", "describe_configs")}
+    assert grants == internal | {
+        ("group", "orders-connect", "read"),
+        ("group", "connect-orders-archive", "read"),  # a sink's consumer group
+        ("topic", "orders.created.v1", "read"), ("topic", "orders.created.v1", "describe"),
+        ("topic", "orders.status.v1", "write"), ("topic", "orders.status.v1", "describe"),
+    }
+
+
+def test_a_connectors_rest_config_carries_its_fields_and_secret_references_only(specs_copy: SpecsCopy) -> None:
+    loaded = load_specs(with_connect(specs_copy()))
+    sink, source = loaded.connect[0].connectors
+    assert sink.rest_config() == {"name": "orders-archive", "tasks.max": "1", "topics": "orders.created.v1",
+                                  "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                                  "file": "/var/archive/orders.txt"}
+    assert source.config["api.password"] == EnvSecret("IMPORT_PASSWORD")
+    assert source.rest_config()["api.password"] == "${env:IMPORT_PASSWORD}"
+    assert "topics" not in source.rest_config() and source.state == "paused"
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("    user: orders-connect\n", "    user: nobody\n",
+     "Connect cluster 'orders-connect': user 'nobody' is not a declared SCRAM user (its workers log in as it); "
+     "declare it under `users`"),
+    ("topics: [orders.created.v1]", "topics: [orders.created.v2]",
+     "connector 'orders-archive': topic 'orders.created.v2' is not declared (its ACLs are derived from the "
+     "declared topics it reads)"),
+    ("api.password: {env: IMPORT_PASSWORD}", "api.password: hunter2",
+     "connector 'orders-import': 'api.password' looks like a secret; give it as {env: NAME} (the workers read "
+     "it from their environment), never in the specs"),
+    ("config: {file: /var/archive/orders.txt}", "config: {file: /x, tasks.max: 4}",
+     "connector 'orders-archive': set 'tasks.max' through the connector's `tasks_max`, not its config"),
+    ("    workers: 2\n", "    workers: 2\n    config: {sasl.mechanism: PLAIN}\n",
+     "Connect cluster 'orders-connect': worker setting 'sasl.mechanism' is kraftform's (security, identity, "
+     "internal topics, REST and plugins follow from the specs)"),
+    ("      - name: orders-import\n", "      - name: orders-archive\n",
+     "duplicate connector 'orders-archive' (first declared at "),
+])
+def test_a_wrong_reference_is_refused_at_its_line(specs_copy: SpecsCopy, old: str, new: str,
+                                                  message: str) -> None:
+    specs = with_connect(specs_copy(), CONNECT.replace(old, new))
+    with pytest.raises(SpecError) as caught:
+        load_specs(specs)
+    found = [p for p in caught.value.problems if p.message.startswith(message)]
+    assert found, [p.message for p in caught.value.problems]
+    assert found[0].location.file.endswith("connect.yaml") and found[0].location.line is not None
+
+
+def test_a_connector_without_a_type_is_a_schema_error_at_its_place(specs_copy: SpecsCopy) -> None:
+    specs = with_connect(specs_copy(), CONNECT.replace("        type: sink\n", ""))
+    with pytest.raises(SpecError) as caught:
+        load_specs(specs)
+    assert any("type" in p.message and "connectors[0]" in str(p.location) for p in caught.value.problems), \
+        [str(p) for p in caught.value.problems]
+
+
+def test_the_offline_diff_classes_connect_changes(specs_copy: SpecsCopy) -> None:
+    from kraftform.declared import diff_specs
+
+    base = load_specs(with_connect(specs_copy("base")))
+    head_text = (CONNECT.replace("    workers: 2\n", "    workers: 3\n")
+                 .replace("topics: [orders.created.v1]", "topics: [orders.status.v1]")
+                 .replace("state: paused", "state: running"))
+    head = load_specs(with_connect(specs_copy("head"), head_text))
+    plan = diff_specs(base, head)
+    connect = {(c.resource, c.key): (c.safety.value, c.current, c.desired) for c in plan.changes
+               if c.kind.value == "connector"}
+    assert connect == {
+        ("orders-connect", "workers"): ("disruptive", "2", "3"),
+        ("orders-connect/orders-archive", "topics"): ("destructive", "orders.created.v1", "orders.status.v1"),
+        ("orders-connect/orders-import", "state"): ("safe", "paused", "running"),
+    }
+
+
+def test_size_counts_the_workers_and_their_tasks(specs_copy: SpecsCopy) -> None:
+    from kraftform.cli.spec_commands import render_sizing
+    from kraftform.sizing import size_cluster
+
+    report = size_cluster(load_specs(with_connect(specs_copy(), CONNECT.replace("    workers: 2\n",
+                                                                                 "    workers: 3\n"))))
+    [sized] = report.connect
+    assert (sized.workers, sized.tasks, sized.memory_bytes) == (3, 1, 3 * 256 * 1024 * 1024)  # paused: no tasks
+    assert ("Connect cluster 'orders-connect' has 3 workers for 1 running task(s): 2 stay idle (they take over "
+            "when a worker fails)") in report.warnings
+    assert "Connect workers beside the brokers: 3 JVM(s), 768 MiB of heap in all" in render_sizing(report)

@@ -108,12 +108,16 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 def _plans(args: argparse.Namespace) -> list[tuple[ConnectSpec, Any, Plan]]:
     from kraftform.connect.reconcile import plan_connect
+    from kraftform.kafka.observe import acl_bindings
     from kraftform.runtime.connect import ConnectWorkers
+    from kraftform.runtime.deployment import admin_config
 
+    chosen = _chosen(load_specs(args.specs_dir), args.name)
+    granted = acl_bindings(admin_config(args.state_dir))
     out = []
-    for spec in _chosen(load_specs(args.specs_dir), args.name):
+    for spec in chosen:
         rest = ConnectWorkers(args.state_dir, spec).rest()
-        out.append((spec, rest, plan_connect(rest, spec)))
+        out.append((spec, rest, plan_connect(rest, spec, granted)))
     return out
 
 
@@ -137,7 +141,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     plan = _joined(plans)
     sys.stdout.write(render_text(plan))
     if plan.problems:
-        raise PlanRefusedError("a connector's config is refused by its plugin (above); nothing was applied")
+        raise PlanRefusedError("the plan has problems (above); nothing was applied")
     if plan.empty:
         return 0
     destructive = plan.by_safety(Safety.DESTRUCTIVE)

@@ -16,7 +16,8 @@ from kraftform.connect.rest import ConnectRest
 from kraftform.errors import KafkaRequestFailed
 from kraftform.plan.changes import ConnectorWork, Plan
 from kraftform.plan.connectors import FAILED, RUNNING, LiveConnector, connector_changes
-from kraftform.specset.model import ConnectorSpec, ConnectSpec
+from kraftform.plan.render import listed
+from kraftform.specset.model import AclBinding, ConnectorSpec, ConnectSpec
 
 Progress = Callable[[str], None]
 #: How long an apply waits for connectors and tasks to reach their declared state.
@@ -28,13 +29,22 @@ FAILED_FOR_S = 5.0
 STABLE_FOR_S = 10.0
 
 
-def plan_connect(rest: ConnectRest, spec: ConnectSpec) -> Plan:
+def plan_connect(rest: ConnectRest, spec: ConnectSpec, granted: frozenset[AclBinding]) -> Plan:
+    """`granted`: the ACL bindings Kafka holds. A connector whose derived grants are not there yet is a problem
+    (its tasks would fail on Kafka's refusal): `kraftform apply` makes them, with the rest of the Kafka objects."""
     live = rest.connectors()
     changes = connector_changes(spec.name, spec.connectors, live)
     touched = {c.resource.split("/", 1)[1] for c in changes
                if isinstance(c.payload, ConnectorWork) and c.payload.operation in ("create", "config")}
-    problems = tuple(problem for c in spec.connectors if c.name in touched for problem in _invalid(rest, c))
-    return Plan(Plan.of(changes).changes, problems=problems)
+    problems = [problem for c in spec.connectors if c.name in touched for problem in _invalid(rest, c)]
+    needs = [(f"Connect cluster {spec.name!r}", spec.location, spec.worker_acls())]
+    needs += [(f"connector {c.name!r}", c.location, spec.connector_acls(c)) for c in spec.connectors]
+    for named, where, acls in needs:
+        missing = sorted({b for acl in acls for b in acl.bindings()} - granted)
+        if missing:
+            problems.append(f"{where}: {named}: its grants are not in Kafka yet "
+                            f"({listed([b.describe() for b in missing], 3)}); `kraftform apply` makes them")
+    return Plan(Plan.of(changes).changes, problems=tuple(problems))
 
 
 def _invalid(rest: ConnectRest, connector: ConnectorSpec) -> list[str]:

@@ -143,6 +143,11 @@ def _acls(admin: Admin) -> tuple[frozenset[AclBinding], int]:
     return frozenset(bindings), skipped
 
 
+def acl_bindings(connection: Connection) -> frozenset[AclBinding]:
+    """Every ACL binding the cluster holds (one DescribeAcls): what a check of someone's grants reads."""
+    return _acls(Admin(connection))[0]
+
+
 def _users(admin: Admin) -> dict[str, UserState]:
     admin.requests["DescribeUserScramCredentials"] += 1
     try:

@@ -474,19 +474,23 @@ class ConnectSpec:
                      for role in ("config", "offset", "status"))
 
     def derived_acls(self) -> tuple[AclSpec, ...]:
-        """What its workers need, as one principal: the group, the internal topics (and their configs: Connect
-        checks they are compacted), each sink's topics and its consumer group, each source's topics."""
+        """What its workers need, as one principal: `worker_acls` and each connector's `connector_acls`."""
+        return self.worker_acls() + tuple(a for c in self.connectors for a in self.connector_acls(c))
+
+    def worker_acls(self) -> tuple[AclSpec, ...]:
+        """The group, and the internal topics (their configs too: Connect checks they are compacted)."""
         user = f"User:{self.user}"
-        acls = [AclSpec(user, "group", self.name, ("read",), location=self.location)]
-        acls += [AclSpec(user, "topic", topic, ("read", "write", "describe", "describe_configs"),
-                         location=self.location) for topic in self.internal_topics.values()]
-        for c in self.connectors:
-            if c.type == "sink":
-                acls += [AclSpec(user, "group", f"connect-{c.name}", ("read",), location=c.location)]
-                acls += [AclSpec(user, "topic", t, ("read", "describe"), location=c.location) for t in c.topics]
-            else:
-                acls += [AclSpec(user, "topic", t, ("write", "describe"), location=c.location) for t in c.topics]
-        return tuple(acls)
+        return (AclSpec(user, "group", self.name, ("read",), location=self.location),
+                *(AclSpec(user, "topic", topic, ("read", "write", "describe", "describe_configs"),
+                          location=self.location) for topic in self.internal_topics.values()))
+
+    def connector_acls(self, c: ConnectorSpec) -> tuple[AclSpec, ...]:
+        """A sink's topics and its consumer group (`connect-<name>`), or a source's topics."""
+        user = f"User:{self.user}"
+        if c.type == "sink":
+            return (AclSpec(user, "group", f"connect-{c.name}", ("read",), location=c.location),
+                    *(AclSpec(user, "topic", t, ("read", "describe"), location=c.location) for t in c.topics))
+        return tuple(AclSpec(user, "topic", t, ("write", "describe"), location=c.location) for t in c.topics)
 
 
 @dataclass(frozen=True)

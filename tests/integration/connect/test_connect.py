@@ -1,5 +1,5 @@
-"""Kafka Connect as code against the shared local cluster: a real distributed worker (Kafka's connect-runtime from
-Maven Central) started by `kraftform connect up`, logging in over SASL_SSL as its declared user with derived grants,
+"""Kafka Connect as code: a real distributed worker (Kafka's connect-runtime from Maven Central) started by
+`kraftform connect up` beside a cluster, logging in over SASL_SSL as its declared user with derived grants,
 its REST API over TLS behind basic authentication; Kafka's FileStream sink and source declared, validated by the
 plugins at plan time, applied, drifted with a raw REST call and repaired, paused and resumed, deleted only when
 allowed. The tests run in order on one Connect cluster.
@@ -7,135 +7,20 @@ allowed. The tests run in order on one Connect cluster.
 
 from __future__ import annotations
 
-import base64
 import http.client
 import json
-import os
-import random
-import shutil
-import ssl
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kraftform.runtime.local import listening
-from kraftform.testing.cluster import EphemeralCluster, ephemeral_cluster
-
-from ..conftest import CLUSTER_SPECS, unique
+from ..conftest import unique
+from .conftest import DEBEZIUM, FILE_SINK, FILE_SOURCE, POSTGRES_CONNECTOR, Connected
 
 pytestmark = pytest.mark.integration
-
-#: Debezium's PostgreSQL connector from Maven Central, as a user declares a plugin: its jar's SHA-256 pinned.
-DEBEZIUM = {"name": "debezium-postgres", "maven": "io.debezium:debezium-connector-postgres:3.6.1.Final",
-            "sha256": "e7bb97f00f97ec78d7c39b19e2b0797739438433b6acaa0941e18dbc2da0d854"}
-POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
-FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
-PASSWORD_ENV = "KRAFTFORM_PASSWORD_ORDERS_CONNECT"
-FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
-
-
-@dataclass
-class Connected:
-    cluster: EphemeralCluster
-    root: Path
-    files: Path
-    connect: dict[str, Any]
-
-    orders, lines, other = "orders.created", "orders.lines", "orders.other"
-
-    @property
-    def name(self) -> str:
-        return str(self.connect["name"])
-
-    @property
-    def dir(self) -> Path:
-        return self.cluster.state_dir / "connect" / self.name
-
-    def connector(self, name: str) -> dict[str, Any]:
-        return next(c for c in self.connect["connectors"] if c["name"] == name)
-
-    def write(self) -> None:
-        (self.root / "connect.yaml").write_text(yaml.safe_dump({"connect": [self.connect]}))
-
-    def kraftform(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        command, *rest = args
-        return subprocess.run([sys.executable, "-m", "kraftform", "connect", command, str(self.root),
-                               "--state-dir", str(self.cluster.state_dir), *rest], capture_output=True, text=True,
-                              timeout=timeout, check=False)
-
-    def worker(self) -> dict[str, Any]:
-        return dict(json.loads((self.dir / "workers.json").read_text())[0])
-
-    def rest(self, method: str, path: str, body: Any = None, password: str | None = None) -> Any:
-        worker = self.worker()
-        headers = {"Content-Type": "application/json"}
-        if password != "":
-            secret = password or json.loads((self.dir / "secrets.json").read_text())["rest_password"]
-            headers["Authorization"] = "Basic " + base64.b64encode(f"kraftform:{secret}".encode()).decode()
-        context = ssl.create_default_context(cafile=self.cluster.admin.ca_path)
-        request = urllib.request.Request(f"https://{worker['host']}:{worker['port']}{path}",
-                                         None if body is None else json.dumps(body).encode(), headers, method=method)
-        with urllib.request.urlopen(request, timeout=30, context=context) as response:
-            raw = response.read()
-        return json.loads(raw) if raw else None
-
-
-def _free_port() -> int:
-    while True:
-        port = random.randint(20000, 29000)
-        if not listening("127.0.0.1", port):
-            return port
-
-
-@pytest.fixture(scope="module")
-def connected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
-    """A `fast` cluster of the module's own (replication is not the subject: one combined node), its specs the
-    test cluster's cluster section, three topics, the Connect cluster's user and the `connect:` section; a worker
-    started as users start it."""
-    base = tmp_path_factory.mktemp("connect")
-    root, files = base / "specs", base / "files"
-    root.mkdir()
-    files.mkdir()
-    (files / "in.txt").write_text("")
-    shutil.copy(CLUSTER_SPECS / "cluster.yaml", root / "cluster.yaml")
-    (root / "kafka.yaml").write_text(yaml.safe_dump({
-        "topics": [{"name": Connected.orders, "partitions": 3}, {"name": Connected.lines, "partitions": 1},
-                   {"name": Connected.other, "partitions": 1}],
-        "users": [{"name": "orders-connect", "password": {"env": PASSWORD_ENV}}]}))
-    connect = {
-        "name": "orders-connect", "user": "orders-connect", "rest_port": _free_port(),
-        "internal_topics": {"offsets_partitions": 3, "status_partitions": 1},
-        "config": {"offset.flush.interval.ms": 1000},
-        "plugins": [dict(DEBEZIUM)],
-        "connectors": [
-            {"name": "archive", "class": FILE_SINK, "type": "sink", "topics": [Connected.orders],
-             "config": {"file": str(files / "archive.txt")}},
-            {"name": "lines", "class": FILE_SOURCE, "type": "source", "topics": [Connected.lines],
-             "config": {"file": str(files / "in.txt"), "topic": Connected.lines}},
-        ],
-    }
-    (root / "connect.yaml").write_text(yaml.safe_dump({"connect": [connect]}))
-    # The internal topics, the user and its derived grants are Kafka objects: the test cluster applies them.
-    with ephemeral_cluster(root, "fast", "local", base_dir=base / "clusters") as cluster:
-        os.environ[PASSWORD_ENV] = cluster.passwords["orders-connect"]
-        c = Connected(cluster, root, files, connect)
-        up = c.kraftform("up")
-        assert up.returncode == 0, up.stdout + up.stderr
-        try:
-            yield c
-        finally:
-            c.kraftform("down", "--purge")
-
 
 def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.is_file() else []

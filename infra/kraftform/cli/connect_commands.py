@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kraftform.cli.reconcile_commands import confirmed
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.declared import load_specs
 from kraftform.errors import PlanRefusedError, UsageError
@@ -148,12 +149,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if destructive and not args.allow_destructive:
         raise PlanRefusedError(f"{len(destructive)} destructive change(s) need --allow-destructive; nothing was "
                                f"applied")
-    if not args.auto_approve:
-        if not sys.stdin.isatty():
-            raise UsageError("apply needs confirmation: run it in a terminal, or pass --auto-approve")
-        if input(f"Apply {summary(plan)}? [y/N] ").strip().lower() not in ("y", "yes"):
-            print("Nothing applied.")
-            return 1
+    if not confirmed(plan, args.auto_approve):
+        return 1
     for spec, rest, one in plans:
         apply_connect(rest, spec, one, _progress)
     print(f"Applied {summary(plan)}; the connectors are as declared.")

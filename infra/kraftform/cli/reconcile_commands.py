@@ -142,6 +142,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0 if plan.empty else 2
 
 
+def confirmed(plan: Plan, auto_approve: bool) -> bool:
+    """Whether to apply: --auto-approve, or a yes typed in a terminal (without one, a usage error)."""
+    if auto_approve:
+        return True
+    if not sys.stdin.isatty():
+        raise UsageError("apply needs confirmation: run it in a terminal, or pass --auto-approve")
+    if input(f"Apply {summary(plan)}? [y/N] ").strip().lower() in ("y", "yes"):
+        return True
+    print("Nothing applied.")
+    return False
+
+
 def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -168,12 +180,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
                                    f"--allow-destructive; nothing was applied:\n" + "\n".join(
                                        f"  {c.action} {c.resource}: {c.reason}" for c in destructive))
         check_applicable(target.live.plan, specs.users, target.live.passwords, options)
-    if not args.auto_approve:
-        if not sys.stdin.isatty():
-            raise UsageError("apply needs confirmation: run it in a terminal, or pass --auto-approve")
-        if input(f"Apply {summary(plan)}? [y/N] ").strip().lower() not in ("y", "yes"):
-            print("Nothing applied.")
-            return 1
+    if not confirmed(plan, args.auto_approve):
+        return 1
     if target.runtime is not None and target.work is not None:
         return _apply_with_nodes(args, specs, target, options)
     after = apply_cluster(target.connection, specs, target.live, options, _progress)

@@ -65,7 +65,7 @@ class Mode:
 
 QUICK = Mode("quick", failure_records=100_000, failure_rate=10_000, controller_records=60_000,
              controller_rate=5_000, perf_records=60_000, paced_rate=1_000, paced_records=15_000,
-             spec_sets=500, plan_every=10, kill_trials=20, node_kills=3)
+             spec_sets=300, plan_every=10, kill_trials=10, node_kills=1)
 FULL = Mode("full", failure_records=500_000, failure_rate=20_000, controller_records=200_000,
             controller_rate=10_000, perf_records=300_000, paced_rate=1_000, paced_records=60_000,
             spec_sets=2_000, plan_every=1, kill_trials=50, node_kills=20)

@@ -40,7 +40,8 @@ def test_an_upgrade_rolls_every_node_onto_the_new_jars_and_finalises_only_when_a
     assert _metadata_version(cluster.state) == RELEASE_FEATURES["4.3"]["metadata.version"]
     topic = f"upgrade.{uuid.uuid4().hex[:6]}"
     admin = cluster.admin
-    admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+    # The first request to a cluster just started: 30 s was once too short on a loaded CI machine.
+    admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(90)
     cluster.edit(kafka_version=NEW)
     planned = cluster.kraftform("plan")
     assert planned.stdout.count(f"kafka_version: {OLD} -> {NEW}") == 6, planned.stdout

@@ -16,7 +16,7 @@ from typing import Any
 from kraftform.cli.reconcile_commands import confirmed
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.declared import load_specs
-from kraftform.errors import PlanRefusedError, UsageError
+from kraftform.errors import ConnectionFailed, PlanRefusedError, UsageError
 from kraftform.plan.changes import Plan, Safety
 from kraftform.plan.render import RENDERERS, render_text, summary
 from kraftform.specset.model import ConnectSpec, SpecSet
@@ -163,8 +163,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     differ = False
     for spec in _chosen(load_specs(args.specs_dir), args.name):
         workers = ConnectWorkers(args.state_dir, spec)
-        print(f"{spec.name}: {len(workers.running())} of {spec.workers} worker(s) running")
-        live = workers.rest().connectors()
+        running = len(workers.running())
+        # A worker that died leaves its tasks' last status in the status topic (running) until Connect moves them.
+        differ |= running < spec.workers
+        print(f"{spec.name}: {running} of {spec.workers} worker(s) running"
+              + ("" if running == spec.workers else " (`kraftform connect up` starts the others)"))
+        try:
+            live = workers.rest().connectors()
+        except ConnectionFailed as exc:
+            differ = True
+            print(f"  its connectors cannot be read: {exc}")
+            continue
         for c in spec.connectors:
             found = live.get(c.name)
             state = found.state if found else "absent"

@@ -115,33 +115,40 @@ def poll_health(connection: Connection, until: Callable[[ClusterHealth], bool],
 #: ("Unable to register the broker because the RPC got timed out before it could be sent" every few seconds,
 #: seen with Kafka 4.3.1 on a busy machine), where a restart registers it at once.
 STUCK_S = 90.0
+#: The same when no broker has registered at all: every broker can be stuck so (seen with Kafka 4.4.0 in Docker, all
+#: three brokers for 5 minutes, the controllers' quorum long formed); a healthy start registers within a minute.
+NONE_REGISTERED_S = 120.0
 
 
 def wait_healthy(connection: Connection, brokers: Mapping[int, str], timeout: float = 180.0,
                  last_error: Callable[[str], str] | None = None,
                  restart: Callable[[str], None] | None = None) -> ClusterHealth:
     """Poll until every broker in `brokers` (id: node name) is registered and a round trip succeeds. A broker
-    still unregistered STUCK_S after another one registered is restarted once with `restart(its name)`. On
+    still unregistered STUCK_S after another one registered, or NONE_REGISTERED_S into the wait when none has, is
+    restarted once with `restart(its name)`. On
     timeout the error names each broker that never registered, with `last_error(its name)`: why it did not (its
     log's last error) is what a user needs next, not a count."""
     missing: list[int] = []
     restarted: set[int] = set()
     first_registered: list[float] = []
+    began = time.monotonic()
 
     def attempt() -> ClusterHealth:
         health = describe_health(connection, timeout=5.0)
         missing[:] = sorted(set(brokers) - set(health.brokers))
-        if health.brokers and not first_registered:
+        if len(missing) < len(brokers) and not first_registered:
             first_registered.append(time.monotonic())
-        if missing and restart is not None and first_registered and time.monotonic() - first_registered[0] > STUCK_S:
+        stuck_after = first_registered[0] + STUCK_S if first_registered else began + NONE_REGISTERED_S
+        if missing and restart is not None and time.monotonic() > stuck_after:
             for broker in set(missing) - restarted:
                 restarted.add(broker)
                 restart(brokers[broker])
         if missing:
+            why = (f"unregistered {STUCK_S:.0f} s after another broker registered" if first_registered else
+                   f"no broker registered in {NONE_REGISTERED_S:.0f} s")
             raise NotYet(f"{len(brokers) - len(missing)} of {len(brokers)} brokers registered, not "
                          + ", ".join(brokers[b] for b in missing)
-                         + (f" (restarted once, unregistered {STUCK_S:.0f} s after another broker registered)"
-                            if restarted & set(missing) else ""))
+                         + (f" (restarted once, {why})" if restarted & set(missing) else ""))
         round_trip(connection, min(3, len(brokers)), timeout=20.0)
         return describe_health(connection, timeout=5.0)
 

@@ -190,6 +190,7 @@ class ConnectWorkers:
            timeout: float = START_TIMEOUT_S) -> list[WorkerRecord]:
         """Start the workers that are not running, restart (one at a time) those whose files changed, stop those
         past the declared count; return when every worker's REST API answers an authenticated request."""
+        # Everything fetched and checked before any worker is touched: a refused checksum stops nothing.
         plugin_path = self.plugin_path()
         ensure_connect(CONNECT_VERSION)
         kept = {r.index: r for r in self._records()}
@@ -197,14 +198,15 @@ class ConnectWorkers:
         for worker in self.render(kafka, plugin_path):
             changed = self._write(worker)
             record = kept.pop(worker.index, None)
-            if record is not None and self._alive(record) and not changed:
-                records.append(record)
-                continue
-            if record is not None:
+            if record is not None and self._alive(record):
+                if not changed:
+                    records.append(record)
+                    continue
                 progress(f"{self.spec.name}: restarting worker {worker.index} (its configuration changed) ...")
                 self._stop(record)
             else:
-                progress(f"{self.spec.name}: starting worker {worker.index} on {worker.url} ...")
+                again = " again (it was not running)" if record is not None else ""
+                progress(f"{self.spec.name}: starting worker {worker.index}{again} on {worker.url} ...")
             started = self._start(worker, env)
             records.append(started)
             self._save(records + list(kept.values()))

@@ -89,6 +89,8 @@ def test_debezium_captures_every_insert_update_and_delete_and_loses_none_across_
     # The worker SIGKILLed; rows written while it is down are captured once it is up again.
     os.kill(int(connected.worker()["pid"]), signal.SIGKILL)
     postgres.psql("INSERT INTO orders (item, qty) SELECT 'while-down-' || g, g FROM generate_series(1, 30) g")
+    down = connected.kraftform("status")
+    assert down.returncode == 2 and "0 of 1 worker(s) running" in down.stdout, down.stdout + down.stderr
     up = connected.kraftform("up")
     assert up.returncode == 0, up.stdout + up.stderr
     assert connected.kraftform("apply", "--auto-approve").returncode == 0  # running as declared, nothing to do

@@ -50,3 +50,18 @@ def test_a_broker_still_unregistered_after_the_others_is_restarted_once(local_cl
                      restart=restarted.append)
     assert restarted == ["ghost-broker"]  # once, however long it stays unregistered
     assert "not ghost-broker (restarted once, unregistered 0 s after another broker registered)" in str(caught.value)
+
+
+def test_brokers_none_of_which_registered_are_restarted_once_after_a_while(local_cluster: LiveCluster,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every broker can be stuck so (Kafka 4.4.0 in Docker, all three for 5 minutes): with none registered the
+    wait restarts each once after NONE_REGISTERED_S (here ghosts, the cluster's real brokers not declared)."""
+    from kraftform.kafka import health
+
+    monkeypatch.setattr(health, "NONE_REGISTERED_S", 0.5)
+    restarted: list[str] = []
+    with pytest.raises(ClusterUnhealthy) as caught:
+        wait_healthy(admin_config(local_cluster.state_dir), {98: "ghost-a", 99: "ghost-b"}, timeout=3,
+                     last_error=lambda _: "none", restart=restarted.append)
+    assert sorted(restarted) == ["ghost-a", "ghost-b"]
+    assert "(restarted once, no broker registered in 0 s)" in str(caught.value)

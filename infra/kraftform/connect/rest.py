@@ -75,14 +75,11 @@ class ConnectRest:
         out = {}
         for name, both in found.items():
             status = both.get("status", {})
-            tasks = tuple((int(t["id"]), t["state"].lower(), _first_line(t.get("trace", "")))
+            tasks = tuple((int(t["id"]), t["state"].lower(), _trace_summary(t.get("trace", "")))
                           for t in status.get("tasks", ()))
             out[name] = LiveConnector(name, dict(both["info"]["config"]),
                                       status.get("connector", {}).get("state", "UNASSIGNED").lower(), tasks)
         return out
-
-    def connector(self, name: str) -> LiveConnector | None:
-        return self.connectors().get(name)
 
     def validate(self, connector_class: str, config: dict[str, str]) -> list[tuple[str, str]]:
         """(setting, message) for every error the plugin's own checks find in `config`."""
@@ -91,9 +88,6 @@ class ConnectRest:
         # A setting's `value` is null where the plugin reports only its definition (Debezium does so).
         values = [c.get("value") or {} for c in (answer or {}).get("configs", ())]
         return [(str(v.get("name")), str(message)) for v in values for message in v.get("errors") or ()]
-
-    def plugins(self) -> list[dict[str, str]]:
-        return list(self.request("GET", "/connector-plugins?connectorsOnly=true"))
 
     def create(self, name: str, config: dict[str, str], state: str) -> None:
         self.request("POST", "/connectors", {"name": name, "config": config, "initial_state": state.upper()})
@@ -123,7 +117,7 @@ def _message(raw: bytes) -> str:
         return raw.decode(errors="replace")[:500]
 
 
-def _first_line(trace: str) -> str:
+def _trace_summary(trace: str) -> str:
     """A Java trace in one line: its first, and its root cause (the last `Caused by:`), which Connect's wrapping
     exceptions otherwise hide."""
     lines = trace.strip().splitlines()

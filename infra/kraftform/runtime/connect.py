@@ -100,10 +100,13 @@ class ConnectWorkers:
         if not records:
             raise UsageError(f"Connect cluster {self.spec.name!r} is not running here; start it with "
                              f"`kraftform connect up`")
-        ca = dep.admin_config(self.state_dir).ca_path
-        password = self._secrets()["rest_password"]
         alive = [r for r in records if self._alive(r)] or records
-        return ConnectRest(f"https://{alive[0].host}:{alive[0].port}", REST_USER, password, ca)
+        return self._client(alive[0])
+
+    def _client(self, record: WorkerRecord, timeout: float = 30.0) -> ConnectRest:
+        """kraftform's REST login to one worker, TLS verified against the cluster's CA."""
+        return ConnectRest(f"https://{record.host}:{record.port}", REST_USER, self._secrets()["rest_password"],
+                           dep.admin_config(self.state_dir).ca_path, timeout)
 
     def _files(self, index: int) -> WorkerFiles:
         d = self.dir / f"worker-{index}"
@@ -218,8 +221,7 @@ class ConnectWorkers:
         return records
 
     def _wait_up(self, record: WorkerRecord, timeout: float) -> None:
-        rest = ConnectRest(f"https://{record.host}:{record.port}", REST_USER, self._secrets()["rest_password"],
-                           dep.admin_config(self.state_dir).ca_path, timeout=10)
+        rest = self._client(record, timeout=10)
         log = Path(self._files(record.index).dir) / LOG_FILE
 
         def answered() -> None:

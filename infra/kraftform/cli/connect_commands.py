@@ -28,8 +28,10 @@ def register(sub: Any) -> None:
     connect = sub.add_parser("connect", help="the specs' Kafka Connect clusters and their connectors")
     cs = connect.add_subparsers(dest="connect_command", required=True, parser_class=type(connect))
 
-    def command(name: str, help_text: str, handler: Any) -> argparse.ArgumentParser:
+    def command(name: str, help_text: str, handler: Any, *leading: str) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = cs.add_parser(name, help=help_text, description=help_text)
+        for positional in leading:
+            p.add_argument(positional.lower(), metavar=positional)
         p.add_argument("specs_dir", nargs="?", default=DEFAULT_SPECS, metavar="SPECS_DIR")
         p.add_argument("--state-dir", type=Path, required=True, metavar="DIR", help=STATE_HELP)
         p.add_argument("--name", metavar="CONNECT", help="only this Connect cluster (default: every one declared)")
@@ -50,6 +52,18 @@ def register(sub: Any) -> None:
                        help="also delete connectors no longer declared and change a connector's class or topics")
     command("status", "each connector's and task's state against the declared one: exit 2 when one differs",
             cmd_status)
+    offsets = command("offsets", "a connector's offsets per source partition (KIP-875); with --reset or --set, "
+                                 "the move planned (exit 2 when any) or, with --apply, made: the connector must be "
+                                 "stopped (`state: stopped`)", cmd_offsets, "CONNECTOR")
+    target = offsets.add_mutually_exclusive_group()
+    target.add_argument("--reset", action="store_true", help="every partition back to no offset (destructive)")
+    target.add_argument("--set", type=Path, metavar="FILE",
+                        help="the offsets in this JSON or YAML file, shaped as `--format json` prints them (an "
+                             "offset null resets its partition)")
+    offsets.add_argument("--apply", action="store_true", help="make the move")
+    offsets.add_argument("--allow-destructive", action="store_true",
+                         help="also reset, or move forward (skipping data), or move an offset kraftform cannot order")
+    offsets.add_argument("--format", choices=tuple(RENDERERS), default="text")
 
 
 def _chosen(specs: SpecSet, name: str | None) -> list[ConnectSpec]:
@@ -188,3 +202,57 @@ def cmd_status(args: argparse.Namespace) -> int:
             differ = True
             print(f"  DIFF {name}: {live[name].state} (not declared)")
     return 2 if differ else 0
+
+
+def cmd_offsets(args: argparse.Namespace) -> int:
+    import json
+
+    import yaml
+
+    from kraftform.connect.reconcile import move_offsets
+    from kraftform.plan.connector_offsets import offsets_plan, parse_offsets_file
+    from kraftform.runtime.connect import ConnectWorkers
+
+    specs = load_specs(args.specs_dir)
+    found = [(spec, c) for spec in _chosen(specs, args.name) for c in spec.connectors if c.name == args.connector]
+    if not found:
+        raise UsageError(f"no connector {args.connector!r} is declared in {args.specs_dir}")
+    spec, connector = found[0]
+    rest = ConnectWorkers(args.state_dir, spec).rest()
+    live = rest.connectors().get(connector.name)
+    if live is None:
+        raise UsageError(f"connector {connector.name!r} is declared but not running in {spec.name!r} yet: "
+                         f"`kraftform connect apply` creates it")
+    current = rest.offsets(connector.name)
+    if not args.reset and args.set is None:
+        if args.format == "json":
+            print(json.dumps({"offsets": [{"partition": json.loads(p), "offset": json.loads(o)}
+                                          for p, o in sorted(current.items())]}, indent=2))
+        else:
+            print(f"{spec.name}/{connector.name} ({live.state}): {len(current)} partition(s)")
+            for partition, offset in sorted(current.items()):
+                print(f"  {partition}  {offset}")
+        return 0
+    if args.reset:
+        target: dict[str, str | None] = dict.fromkeys(current)
+    else:
+        try:
+            data = yaml.safe_load(args.set.read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise UsageError(f"{args.set}: cannot be read as JSON or YAML: {exc}") from None
+        target = parse_offsets_file(str(args.set), data)
+    plan = offsets_plan(spec.name, connector, live.state, current, target)
+    sys.stdout.write(RENDERERS[args.format](plan))
+    if not args.apply:
+        return 0 if plan.empty else 2
+    if plan.problems:
+        raise PlanRefusedError("the offsets change has problems (above); nothing was moved")
+    destructive = plan.by_safety(Safety.DESTRUCTIVE)
+    if destructive and not args.allow_destructive:
+        raise PlanRefusedError(f"{len(destructive)} partition(s) would be reset or skip data: --allow-destructive; "
+                               f"nothing was moved")
+    if plan.empty:
+        return 0
+    move_offsets(rest, connector.name, plan)
+    print(f"Moved the offsets of connector {connector.name}: {summary(plan)}", file=sys.stderr)
+    return 0

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from kraftform.connect.rest import ConnectRest
 from kraftform.errors import KafkaRequestFailed
-from kraftform.plan.changes import ConnectorWork, Plan
+from kraftform.plan.changes import ConnectorOffset, ConnectorWork, Plan
 from kraftform.plan.connectors import FAILED, RUNNING, LiveConnector, connector_changes
 from kraftform.plan.render import listed
 from kraftform.specset.model import AclBinding, ConnectorSpec, ConnectSpec
@@ -133,3 +133,16 @@ def _settled(c: ConnectorSpec, found: LiveConnector | None) -> bool:
     if found is None or found.state != c.state:
         return False
     return c.state != RUNNING or (len(found.tasks) > 0 and all(t[1] == RUNNING for t in found.tasks))
+
+
+def move_offsets(rest: ConnectRest, name: str, plan: Plan) -> None:
+    """Sends the plan's offsets in one request, then reads them back: Connect answers before the offsets topic
+    (or a sink's consumer group) holds them, so apply says done only once they read as planned."""
+    moves = [(c.payload.partition, c.payload.offset) for c in plan.changes if isinstance(c.payload, ConnectorOffset)]
+    rest.alter_offsets(name, moves)
+    now = rest.offsets(name)
+    wrong = [f"{partition}: {now.get(partition, '(none)')}" for partition, offset in moves
+             if now.get(partition) != offset]
+    if wrong:
+        raise KafkaRequestFailed(f"connector {name!r}: Connect accepted the offsets but reads back "
+                                 f"{listed(wrong, 3)}")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kraftform.errors import AuthenticationFailed, ConnectionFailed, KafkaRequestFailed
+from kraftform.plan.connector_offsets import from_rest
 from kraftform.plan.connectors import LiveConnector
 
 #: How long a request rides out a rebalance (409) or a worker still starting.
@@ -104,6 +105,15 @@ class ConnectRest:
 
     def delete(self, name: str) -> None:
         self.request("DELETE", f"/connectors/{urllib.parse.quote(name)}")
+
+    def offsets(self, name: str) -> dict[str, str]:
+        """The connector's offsets by partition, as canonical JSON (KIP-875)."""
+        return from_rest(self.request("GET", f"/connectors/{urllib.parse.quote(name)}/offsets"))
+
+    def alter_offsets(self, name: str, offsets: list[tuple[str, str | None]]) -> None:
+        """Each (partition, offset) as canonical JSON; an offset None resets its partition."""
+        self.request("PATCH", f"/connectors/{urllib.parse.quote(name)}/offsets", {"offsets": [
+            {"partition": json.loads(p), "offset": None if o is None else json.loads(o)} for p, o in offsets]})
 
 
 class _Rebalancing(Exception):

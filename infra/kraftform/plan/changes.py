@@ -54,7 +54,7 @@ class Kind(StrEnum):
     GROUP_CONFIG = "group_config"
     PROFILE = "profile"
     CONSUMER = "consumer"
-    OFFSETS = "offsets"  # a consumer group's committed offsets (`kraftform groups reset`), never from the specs
+    OFFSETS = "offsets"  # a group's or a connector's offsets (`groups reset`, `connect offsets`), never from the specs
     CONNECTOR = "connector"  # a Kafka Connect connector, through its cluster's REST API
 
 
@@ -145,8 +145,19 @@ class ConnectorWork:
     state: str | None
 
 
+@dataclass(frozen=True)
+class ConnectorOffset:
+    """One source partition's offset for a Connect connector (KIP-875), both as canonical JSON: Connect's own
+    shapes, opaque to kraftform for a source (a file position, a database's log position), `kafka_topic`,
+    `kafka_partition` and `kafka_offset` for a sink. `offset` None resets the partition."""
+
+    partition: str
+    offset: str | None
+
+
 Payload = (NewTopic | ConfigValue | BrokerSetting | FeatureLevel | PartitionCount | Reassignment | AclBinding
-           | QuotaValue | Credential | GroupOffset | NodeStep | ConnectorWork | None)
+           | QuotaValue | Credential | GroupOffset | NodeStep | ConnectorWork | ConnectorOffset
+           | None)
 
 
 @dataclass(frozen=True)

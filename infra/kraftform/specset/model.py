@@ -485,10 +485,11 @@ class ConnectSpec:
                           location=self.location) for topic in self.internal_topics.values()))
 
     def connector_acls(self, c: ConnectorSpec) -> tuple[AclSpec, ...]:
-        """A sink's topics and its consumer group (`connect-<name>`), or a source's topics."""
+        """A sink's topics and its consumer group (`connect-<name>`: delete too, which a reset of its offsets sends),
+        or a source's topics."""
         user = f"User:{self.user}"
         if c.type == "sink":
-            return (AclSpec(user, "group", f"connect-{c.name}", ("read",), location=c.location),
+            return (AclSpec(user, "group", f"connect-{c.name}", ("read", "delete"), location=c.location),
                     *(AclSpec(user, "topic", t, ("read", "describe"), location=c.location) for t in c.topics))
         return tuple(AclSpec(user, "topic", t, ("write", "describe"), location=c.location) for t in c.topics)
 

@@ -69,8 +69,12 @@ class Connected:
         (self.root / "connect.yaml").write_text(yaml.safe_dump({"connect": [self.connect]}))
 
     def kraftform(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """`kraftform connect COMMAND [NAME] SPECS --state-dir DIR ...`: the specs and state after the command's
+        own positional (a connector's name for `offsets`)."""
         command, *rest = args
-        return subprocess.run([sys.executable, "-m", "kraftform", "connect", command, str(self.root),
+        if command == "offsets":
+            command, rest = f"offsets {rest[0]}", rest[1:]
+        return subprocess.run([sys.executable, "-m", "kraftform", "connect", *command.split(), str(self.root),
                                "--state-dir", str(self.cluster.state_dir), *rest], capture_output=True, text=True,
                               timeout=timeout, check=False)
 

@@ -64,7 +64,8 @@ def test_the_workers_user_is_granted_its_group_internal_topics_and_each_connecto
                 for op in ("read", "write", "describe", "describe_configs")}
     assert grants == internal | {
         ("group", "orders-connect", "read"),
-        ("group", "connect-orders-archive", "read"),  # a sink's consumer group
+        # A sink's consumer group: delete is what a reset of its offsets sends.
+        ("group", "connect-orders-archive", "read"), ("group", "connect-orders-archive", "delete"),
         ("topic", "orders.created.v1", "read"), ("topic", "orders.created.v1", "describe"),
         ("topic", "orders.status.v1", "write"), ("topic", "orders.status.v1", "describe"),
     }

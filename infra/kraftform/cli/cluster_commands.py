@@ -85,6 +85,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
+    from kraftform.runtime.connect import stop_all
+
+    stop_all(args.state_dir)  # Connect workers beside the cluster go first: they log in to it
     runtime_of(args.state_dir).down(purge=args.purge)
     print(f"cluster in {args.state_dir} stopped" + (" and purged" if args.purge else " (data kept)"))
     return 0

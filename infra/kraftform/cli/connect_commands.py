@@ -83,31 +83,16 @@ def _progress(message: str) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from kraftform.kafka.admin import Admin
-    from kraftform.kafka.credentials import read_secret
-    from kraftform.runtime.connect import ConnectWorkers
-    from kraftform.runtime.deployment import admin_config, load
+    from kraftform.runtime.connect import start_declared
+    from kraftform.runtime.deployment import load
 
     specs = load_specs(args.specs_dir)
     runtime = load(args.state_dir).runtime
     if runtime != "local":
         raise UsageError(f"{args.state_dir}: a {runtime} cluster; `connect up` runs workers beside a local "
                          f"cluster (`kraftform cluster up --runtime local`) only, so far")
-    admin = admin_config(args.state_dir)
-    present = set(Admin(admin).metadata().topics)
     for spec in _chosen(specs, args.name):
-        missing = [t for t in spec.internal_topics.values() if t not in present]
-        if missing:
-            raise UsageError(f"Connect cluster {spec.name!r}: its internal topics {', '.join(missing)} are not there "
-                             f"yet; `kraftform apply {args.specs_dir} --state-dir {args.state_dir}` makes them and "
-                             f"its workers' grants")
-        user = next(u for u in specs.users if u.name == spec.user)
-        password = read_secret(user.password)
-        if password is None:
-            raise UsageError(f"Connect cluster {spec.name!r}: the password of its user {user.name!r} is not set "
-                             f"({user.password})")
-        kafka = admin.as_user(user.name, password, user.mechanism).java()
-        records = ConnectWorkers(args.state_dir, spec).up(kafka, os.environ, _progress)
+        records = start_declared(args.state_dir, specs, spec, os.environ, _progress)
         print(f"{spec.name}: {len(records)} worker(s): " + ", ".join(f"https://{r.host}:{r.port}" for r in records))
     return 0
 

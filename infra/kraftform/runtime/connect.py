@@ -9,6 +9,7 @@ bind the cluster's loopback range (127.A.2.<i + 1>) at the declared port and the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -44,7 +45,7 @@ from kraftform.errors import (
 )
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.local import java_binary, last_error_line, loopback_base, tail
-from kraftform.specset.model import ConnectSpec
+from kraftform.specset.model import ConnectSpec, SpecSet
 from kraftform.statefiles import PRIVATE, read_json, write_atomic
 from kraftform.versions import CONNECT_VERSION
 from kraftform.waiting import NotYet, poll
@@ -248,3 +249,56 @@ class ConnectWorkers:
 
     def running(self) -> list[WorkerRecord]:
         return [r for r in self._records() if self._alive(r)]
+
+
+def start_declared(state_dir: Path, specs: SpecSet, spec: ConnectSpec, env: Mapping[str, str],
+                   progress: Progress) -> list[WorkerRecord]:
+    """`kraftform connect up` for one Connect cluster: refused before its internal topics exist (`kraftform apply`
+    makes them and its grants) or while its user's password is not set; the workers log in as that user."""
+    from kraftform.kafka.admin import Admin
+    from kraftform.kafka.credentials import read_secret
+
+    admin = dep.admin_config(state_dir)
+    present = set(Admin(admin).metadata().topics)
+    missing = [t for t in spec.internal_topics.values() if t not in present]
+    if missing:
+        raise UsageError(f"Connect cluster {spec.name!r}: its internal topics {', '.join(missing)} are not there "
+                         f"yet; `kraftform apply` makes them and its workers' grants")
+    user = next(u for u in specs.users if u.name == spec.user)
+    password = read_secret(user.password)
+    if password is None:
+        raise UsageError(f"Connect cluster {spec.name!r}: the password of its user {user.name!r} is not set "
+                         f"({user.password})")
+    kafka = admin.as_user(user.name, password, user.mechanism).java()
+    return ConnectWorkers(state_dir, spec).up(kafka, env, progress)
+
+
+def stop_all(state_dir: Path, grace: float = 30.0) -> None:
+    """Every Connect worker started beside the cluster in `state_dir`, whatever the specs now declare: before the
+    cluster goes (`cluster down`, a test cluster's end, the sweep of one whose session was killed), so no worker
+    outlives the cluster it logs in to. SIGTERM first (a worker commits its offsets as it stops), SIGKILL after
+    `grace`."""
+    def alive(pid: int, directory: Path) -> bool:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
+        return CONNECT_MAIN.encode() in cmdline and str(directory).encode() in cmdline
+
+    running: list[tuple[int, Path]] = []
+    for workers in sorted((state_dir / "connect").glob(f"*/{WORKERS_FILE}")):
+        try:
+            pids = [int(r["pid"]) for r in json.loads(workers.read_text())]
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+        running += [(pid, workers.parent) for pid in pids if alive(pid, workers.parent)]
+    for pid, _ in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while any(alive(*r) for r in running) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid, directory in running:
+        if alive(pid, directory):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -55,6 +55,7 @@ def _owner_alive(directory: Path) -> bool:
 def sweep(base: Path) -> list[str]:
     """Stop and remove every test cluster under `base` whose owner process is gone; returns their names."""
     from kraftform.runtime import runtime_of
+    from kraftform.runtime.connect import stop_all
     from kraftform.runtime.deployment import STATE_FILE
 
     removed = []
@@ -62,6 +63,7 @@ def sweep(base: Path) -> list[str]:
         is_cluster = (directory / OWNER_FILE).is_file() or (directory / STATE_FILE).is_file()
         if not directory.is_dir() or not is_cluster or _owner_alive(directory):
             continue
+        stop_all(directory)
         if (directory / STATE_FILE).is_file():
             with contextlib.suppress(Exception):  # whatever is left of it: the directory goes regardless
                 runtime_of(directory).down(purge=True)
@@ -197,6 +199,9 @@ def ephemeral_cluster(specs_dir: str | Path, topology: Topology = "faithful", ru
                              f"{'; '.join(f'{c.action} {c.kind} {c.resource}' for c in left.plan.changes)}")
         yield EphemeralCluster(specs, state, runtime, passwords)
     finally:
+        from kraftform.runtime.connect import stop_all
+
+        stop_all(state)  # Connect workers a test started (`kafka_connect`), before the cluster they log in to
         with contextlib.suppress(Exception):
             engine.down(purge=True)
         shutil.rmtree(state, ignore_errors=True)

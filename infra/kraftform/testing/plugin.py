@@ -10,6 +10,9 @@
         producer = Producer(kafka_cluster.client("orders-service"))
         ...
 
+    def test_archive(kafka_connect):      # the specs' `connect:` section, connectors running as declared
+        assert kafka_connect.connector("orders-archive").state == "running"
+
 The options of the same names (`--kraftform-specs DIR`, ...) win over the ini settings. The cluster starts on
 first use, once per session; invalid specs fail the first test that asks for it with `kraftform validate`'s
 located errors, before any process starts. Sessions run side by side get clusters of their own.
@@ -66,6 +69,23 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[EphemeralCluster]:
     except KraftformError as exc:
         problem = f"no test cluster: {exc}"
     pytest.fail(problem, pytrace=False)  # outside the handler: the user's error alone, no chained traceback
+
+
+@pytest.fixture(scope="session")
+def kafka_connect(kafka_cluster: EphemeralCluster) -> Iterator[Any]:
+    """The specs' Connect clusters against the test cluster, each connector running (or paused or stopped) as
+    declared, for the whole session (`testing.connect.KafkaConnect`); a connector its plugin refuses, or whose
+    task fails, fails the first test that asks, in Connect's words."""
+    from kraftform.errors import KraftformError
+    from kraftform.testing.connect import running_connect
+
+    try:
+        with running_connect(kafka_cluster) as connect:
+            yield connect
+            return
+    except KraftformError as exc:
+        problem = f"no Kafka Connect: {exc}"
+    pytest.fail(problem, pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from kraftform.testing import EphemeralCluster
 
@@ -60,3 +61,20 @@ def test_where_the_cluster_is(kafka_cluster: EphemeralCluster) -> None:
         Path(report).write_text(json.dumps({"name": kafka_cluster.name, "bootstrap": kafka_cluster.bootstrap,
                                             "state": str(kafka_cluster.state_dir)}))
     assert kafka_cluster.name != "shop"
+
+
+def test_every_order_is_archived_by_the_declared_sink(kafka_cluster: EphemeralCluster, kafka_connect: Any) -> None:
+    """Connect's sink has committed past every order in the topic: its offsets reach each partition's end."""
+    assert kafka_connect.connector("orders-archive").state == "running"
+    assert _produce(kafka_cluster.client("orders-service"), "shop.orders", ["order-archived"] * 20) == [None] * 20
+    consumer = Consumer(kafka_cluster.client("orders-service", **{"group.id": f"shop-{uuid.uuid4().hex[:6]}"}))
+    ends = {p: consumer.get_watermark_offsets(TopicPartition("shop.orders", p), timeout=10)[1] for p in range(3)}
+    consumer.close()
+    archived: dict[int, int] = {}
+    for _ in range(120):
+        archived = {json.loads(p)["kafka_partition"]: json.loads(o)["kafka_offset"]
+                    for p, o in kafka_connect.offsets("orders-archive").items()}
+        if all(archived.get(p, 0) >= end for p, end in ends.items()):
+            break
+        time.sleep(1)
+    assert all(archived.get(p, 0) >= end for p, end in ends.items()), (archived, ends)

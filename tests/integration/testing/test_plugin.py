@@ -19,9 +19,9 @@ import pytest
 from kraftform.runtime.deployment import load
 
 PROJECT = Path(__file__).resolve().parents[2] / "example_project"
-#: Every test of the example project but its Spark pipeline (run once, in the first test): for the runs whose
-#: subject is the cluster's life, not what runs on it.
-QUICK = ("-k", "not pipeline")
+#: Every test of the example project but its Spark pipeline and its Connect archive (run once, in the first test):
+#: for the runs whose subject is the cluster's life, not what runs on it.
+QUICK = ("-k", "not pipeline and not archived")
 
 
 def _pytest(project: Path, base: Path, *args: str, report: Path | None = None) -> subprocess.Popen[str]:
@@ -45,7 +45,8 @@ def _kafka_processes(base: Path) -> list[str]:
             cmdline = (proc / "cmdline").read_bytes()
         except OSError:
             continue
-        if str(base).encode() in cmdline and b"kafka.Kafka" in cmdline:
+        # Kafka's nodes and Connect's workers (`kafka_connect`).
+        if str(base).encode() in cmdline and (b"kafka.Kafka" in cmdline or b"ConnectDistributed" in cmdline):
             found.append(proc.name)
     return found
 
@@ -54,7 +55,7 @@ def test_the_example_project_passes_with_pytest_alone_on_the_faithful_cluster(tm
     run = _pytest(PROJECT, tmp_path, "--kraftform-topology", "faithful")
     output = _finish(run)
     assert run.returncode == 0, output[-4000:]
-    assert "5 passed" in output, output[-2000:]
+    assert "6 passed" in output, output[-2000:]
     # kraftform adds nothing to a user's warnings summary (kafka-python's deprecated resource reads included).
     assert "warning" not in output.lower(), output[-4000:]
     assert list(tmp_path.iterdir()) == [] and _kafka_processes(tmp_path) == []  # nothing left behind

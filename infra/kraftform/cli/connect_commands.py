@@ -16,7 +16,7 @@ from typing import Any
 from kraftform.cli.reconcile_commands import confirmed
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.declared import load_specs
-from kraftform.errors import ConnectionFailed, PlanRefusedError, UsageError
+from kraftform.errors import PlanRefusedError, UsageError
 from kraftform.plan.changes import Plan, Safety
 from kraftform.plan.render import RENDERERS, render_text, summary
 from kraftform.specset.model import ConnectSpec, SpecSet
@@ -157,35 +157,22 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from kraftform.runtime.connect import ConnectWorkers
+    from kraftform.monitoring.status import assess_connect
+    from kraftform.runtime.connect import observe
 
     differ = False
     for spec in _chosen(load_specs(args.specs_dir), args.name):
-        workers = ConnectWorkers(args.state_dir, spec)
-        running = len(workers.running())
-        # A worker that died leaves its tasks' last status in the status topic (running) until Connect moves them.
-        differ |= running < spec.workers
-        print(f"{spec.name}: {running} of {spec.workers} worker(s) running"
-              + ("" if running == spec.workers else " (`kraftform connect up` starts the others)"))
-        try:
-            live = workers.rest().connectors()
-        except ConnectionFailed as exc:
-            differ = True
-            print(f"  its connectors cannot be read: {exc}")
-            continue
-        for c in spec.connectors:
-            found = live.get(c.name)
-            state = found.state if found else "absent"
-            tasks = ", ".join(f"task {t[0]} {t[1]}" for t in found.tasks) if found else ""
-            ok = found is not None and found.state == c.state and not found.failed_tasks
-            differ |= not ok
-            print(f"  {'ok  ' if ok else 'DIFF'} {c.name}: {state} (declared {c.state})"
+        seen = observe(args.state_dir, spec)
+        statuses, problems = assess_connect(seen)
+        differ |= bool(problems)
+        print(f"{spec.name}: {seen.workers_running} of {spec.workers} worker(s) running")
+        for k in statuses:
+            tasks = ", ".join(f"task {t[0]} {t[1]}" for t in k.tasks)
+            declared = "not declared" if k.declared is None else f"declared {k.declared}"
+            print(f"  {'ok  ' if k.as_declared else 'DIFF'} {k.name}: {k.state} ({declared})"
                   + (f"; {tasks}" if tasks else ""))
-            for task, _, trace in found.failed_tasks if found else ():
-                print(f"       task {task} failed: {trace}")
-        for name in sorted(set(live) - {c.name for c in spec.connectors}):
-            differ = True
-            print(f"  DIFF {name}: {live[name].state} (not declared)")
+        for problem in problems:
+            print(f"  PROBLEM: {problem}")
     return 2 if differ else 0
 
 

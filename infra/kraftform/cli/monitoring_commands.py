@@ -80,7 +80,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs_dir)
     connection = connection_of(args)
     while True:
-        status = status_of(specs, connection, args.data_dir.resolve())
+        status = status_of(specs, connection, args.data_dir.resolve(),
+                           None if args.command_config else args.state_dir)
         if args.format == "json":
             print(json.dumps({**dataclasses.asdict(status), "healthy": status.healthy}, indent=2, default=str))
         else:

@@ -120,6 +120,15 @@ def _kraftform_alerts(specs: SpecSet) -> list[Alert]:
                                        f"{DEFAULT_LAG_LIMIT}", "1m", "warning",
                         f"share group {{{{ $labels.consumer }}}} has {{{{ $value }}}} records not acknowledged "
                         f"(limit {DEFAULT_LAG_LIMIT:,})", (("kind", "share"),)))
+    for connect in specs.connect:
+        of = f'{{{sel}, connect="{connect.name}"}}'
+        alerts.append(Alert("ConnectorTaskFailed", f"kraftform_connector_failed_tasks{of} > 0", "1m", "critical",
+                            "connector {{ $labels.connector }} of Connect cluster {{ $labels.connect }} has "
+                            "{{ $value }} failed task(s): `kraftform connect status` shows the trace",
+                            (("connect", connect.name),)))
+        alerts.append(Alert("ConnectorNotAsDeclared", f"kraftform_connector_as_declared{of} == 0", "5m", "warning",
+                            "connector {{ $labels.connector }} of Connect cluster {{ $labels.connect }} is not in its "
+                            "declared state", (("connect", connect.name),)))
     return alerts
 
 

@@ -2,7 +2,8 @@
 
 Every problem is one sentence naming the node, topic or consumer it is about, so a cron job or a CI probe that
 reads only the exit code and the first lines still knows where to look. Lag limits come from the consumer's
-profile: a latency pipeline is behind long before a throughput one is.
+profile: a latency pipeline is behind long before a throughput one is. Kafka Connect clusters beside the cluster
+are judged too: each declared connector in its declared state, no task failed.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kraftform.cluster.topology import Topology
+from kraftform.plan.connectors import FAILED, LiveConnector
+from kraftform.specset.model import ConnectSpec
 
 #: Records a consumer may be behind before `status` (and the lag alert) says so, by profile: about the records
 #: such a consumer reads in a few seconds at the rates docs/benchmarks.md measured.
@@ -99,6 +102,68 @@ class ConsumerStatus:
 
 
 @dataclass(frozen=True)
+class ConnectorStatus:
+    """A declared (or running, undeclared) connector against its declared state: `state` is Connect's word, or
+    "absent"; `declared` is None for a connector no spec declares."""
+
+    cluster: str
+    name: str
+    declared: str | None
+    state: str
+    tasks: tuple[tuple[int, str, str], ...] = ()
+
+    @property
+    def failed_tasks(self) -> int:
+        return sum(1 for t in self.tasks if t[1] == FAILED)
+
+    @property
+    def as_declared(self) -> bool:
+        return self.state == self.declared and not self.failed_tasks
+
+
+@dataclass(frozen=True)
+class ConnectSeen:
+    """One look at a Connect cluster's workers: how many run, and what their REST API reports (None: it could not
+    be read, `why` says why)."""
+
+    spec: ConnectSpec
+    workers_running: int
+    connectors: Mapping[str, LiveConnector] | None
+    why: str = ""
+
+
+def assess_connect(seen: ConnectSeen) -> tuple[list[ConnectorStatus], list[str]]:
+    """Each declared connector against its state, each task that failed (its trace's first line and root cause),
+    workers missing, and connectors running that no spec declares."""
+    spec = seen.spec
+    statuses: list[ConnectorStatus] = []
+    problems: list[str] = []
+    if seen.workers_running < spec.workers:
+        problems.append(f"Connect cluster {spec.name}: {seen.workers_running} of {spec.workers} worker(s) running "
+                        f"(`kraftform connect up` starts the others)")
+    if seen.connectors is None:
+        problems.append(f"Connect cluster {spec.name}: its connectors cannot be read: {seen.why}")
+        return statuses, problems
+    for c in spec.connectors:
+        found = seen.connectors.get(c.name)
+        status = ConnectorStatus(spec.name, c.name, c.state, found.state if found else "absent",
+                                 found.tasks if found else ())
+        statuses.append(status)
+        if found is None:
+            problems.append(f"connector {spec.name}/{c.name} is declared {c.state} but absent "
+                            f"(`kraftform connect apply` creates it)")
+        elif found.state != c.state:
+            problems.append(f"connector {spec.name}/{c.name} is {found.state}, declared {c.state}")
+        problems += [f"connector {spec.name}/{c.name}: task {task} failed: {trace}"
+                     for task, state, trace in status.tasks if state == FAILED]
+    for name in sorted(set(seen.connectors) - {c.name for c in spec.connectors}):
+        found = seen.connectors[name]
+        statuses.append(ConnectorStatus(spec.name, name, None, found.state, found.tasks))
+        problems.append(f"connector {spec.name}/{name} is {found.state} but no spec declares it")
+    return statuses, problems
+
+
+@dataclass(frozen=True)
 class Status:
     cluster: str
     brokers: tuple[int, ...]
@@ -109,6 +174,9 @@ class Status:
     topics: tuple[TopicStatus, ...]
     consumers: tuple[ConsumerStatus, ...]
     problems: tuple[str, ...]
+    connectors: tuple[ConnectorStatus, ...] = ()
+    #: What was not looked at, and why (not a problem: kraftform could not know).
+    notes: tuple[str, ...] = ()
 
     @property
     def healthy(self) -> bool:
@@ -203,15 +271,23 @@ def _consumers(seen: Observed) -> tuple[list[ConsumerStatus], list[str]]:
     return statuses, problems
 
 
-def assess(topo: Topology, declared_topics: Mapping[str, int], seen: Observed) -> Status:
+def assess(topo: Topology, declared_topics: Mapping[str, int], seen: Observed,
+           connect: tuple[ConnectSeen, ...] = (), notes: tuple[str, ...] = ()) -> Status:
     """The cluster as seen against the specs; `declared_topics` maps each declared topic to the
-    min.insync.replicas it should have when the broker did not say."""
+    min.insync.replicas it should have when the broker did not say; `connect`, the Connect clusters looked at."""
     topics, topic_problems = _topics(declared_topics, seen)
     consumers, consumer_problems = _consumers(seen)
+    connectors: list[ConnectorStatus] = []
+    connect_problems: list[str] = []
+    for one in connect:
+        found, problems = assess_connect(one)
+        connectors += found
+        connect_problems += problems
     return Status(topo.cluster.name, tuple(sorted(seen.brokers)), tuple(n.node_id for n in topo.brokers),
                   tuple(sorted(seen.voters_behind_ms)), tuple(n.node_id for n in topo.controllers),
                   seen.quorum_leader, tuple(topics), tuple(consumers),
-                  tuple(_nodes(topo, seen) + topic_problems + consumer_problems))
+                  tuple(_nodes(topo, seen) + topic_problems + consumer_problems + connect_problems),
+                  tuple(connectors), notes)
 
 
 def render_text(status: Status) -> str:
@@ -227,5 +303,10 @@ def render_text(status: Status) -> str:
         what = " not acknowledged" if c.kind == "share" else ""
         lag = "not started" if c.lag is None else f"lag {c.lag:,} records{what} (limit {c.limit:,})"
         lines.append(f"{KINDS[c.kind]} {c.name}: {lag}")
+    for k in status.connectors:
+        tasks = ", ".join(f"task {t[0]} {t[1]}" for t in k.tasks)
+        declared = "not declared" if k.declared is None else f"declared {k.declared}"
+        lines.append(f"connector {k.cluster}/{k.name}: {k.state} ({declared})" + (f"; {tasks}" if tasks else ""))
+    lines += [f"note: {n}" for n in status.notes]
     lines += [f"PROBLEM: {p}" for p in status.problems]
     return "\n".join(lines)

@@ -43,6 +43,7 @@ from kraftform.errors import (
     KafkaRequestFailed,
     UsageError,
 )
+from kraftform.monitoring.status import ConnectSeen
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.local import java_binary, last_error_line, loopback_base, tail
 from kraftform.specset.model import ConnectSpec, SpecSet
@@ -249,6 +250,16 @@ class ConnectWorkers:
 
     def running(self) -> list[WorkerRecord]:
         return [r for r in self._records() if self._alive(r)]
+
+
+def observe(state_dir: Path, spec: ConnectSpec) -> ConnectSeen:
+    """One look at a Connect cluster beside the local cluster in `state_dir`: its workers, its connectors."""
+    workers = ConnectWorkers(state_dir, spec)
+    running = len(workers.running())
+    try:
+        return ConnectSeen(spec, running, workers.rest().connectors())
+    except (ConnectionFailed, UsageError, KafkaRequestFailed) as exc:
+        return ConnectSeen(spec, running, None, str(exc))
 
 
 def start_declared(state_dir: Path, specs: SpecSet, spec: ConnectSpec, env: Mapping[str, str],

@@ -82,6 +82,14 @@ def render_metrics(cluster: str, status: Status | None, certs: dict[str, float])
             "# TYPE kraftform_consumer_lag_records gauge"]
     out += [_line("kraftform_consumer_lag_records", {**base, "consumer": c.name, "kind": c.kind}, c.lag)
             for c in status.consumers if c.lag is not None]
+    out += ["# HELP kraftform_connector_as_declared 1 when a declared connector is in its declared state with no "
+            "task failed", "# TYPE kraftform_connector_as_declared gauge"]
+    out += [_line("kraftform_connector_as_declared", {**base, "connect": k.cluster, "connector": k.name},
+                  int(k.as_declared)) for k in status.connectors if k.declared is not None]
+    out += ["# HELP kraftform_connector_failed_tasks tasks of a connector in the FAILED state",
+            "# TYPE kraftform_connector_failed_tasks gauge"]
+    out += [_line("kraftform_connector_failed_tasks", {**base, "connect": k.cluster, "connector": k.name},
+                  k.failed_tasks) for k in status.connectors]
     out += ["# TYPE kraftform_consumer_lag_limit_records gauge"]
     out += [_line("kraftform_consumer_lag_limit_records", {**base, "consumer": c.name, "kind": c.kind}, c.limit)
             for c in status.consumers]
@@ -112,7 +120,7 @@ class _Looker:
         from kraftform.runtime.status import status_of
 
         try:
-            status: Status | None = status_of(self.specs, self.connection, self.data_dir)
+            status: Status | None = status_of(self.specs, self.connection, self.data_dir, self.state_dir)
         except Exception as exc:  # the metrics say `kraftform_status_up 0`, whatever failed
             print(f"kraftform exporter: cannot read the cluster: {type(exc).__name__}: {exc}", file=sys.stderr,
                   flush=True)

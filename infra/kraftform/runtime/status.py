@@ -74,12 +74,15 @@ def cluster_status(deployment: Deployment, state_dir: Path) -> ClusterStatus:
     return ClusterStatus(health, quorum_status(deployment, state_dir), deployment.brokers)
 
 
-def status_of(specs: SpecSet, connection: Connection, data_dir: Path | None) -> Status:
+def status_of(specs: SpecSet, connection: Connection, data_dir: Path | None,
+              state_dir: Path | None = None) -> Status:
     """`kraftform status`: one look at the cluster (the Spark consumers' positions from their checkpoints under
-    `data_dir`), judged against the specs."""
+    `data_dir`; the Connect clusters whose workers run beside the local cluster in `state_dir`), judged against
+    the specs."""
     from kraftform.cluster.topology import topology
     from kraftform.kafka.status import MIN_ISR, observe_status
     from kraftform.monitoring.status import assess
+    from kraftform.runtime.connect import observe
     from kraftform.spark.checkpoint import committed_offsets
     from kraftform.spark.job import placement
 
@@ -89,4 +92,7 @@ def status_of(specs: SpecSet, connection: Connection, data_dir: Path | None) -> 
         done = committed_offsets(checkpoint) if checkpoint is not None and checkpoint.is_dir() else None
         positions[consumer.name] = done[1] if done is not None else None
     declared = {t.name: int(t.config.get(MIN_ISR, 1)) for t in specs.topics}
-    return assess(topology(specs.cluster), declared, observe_status(connection, specs, positions))
+    connect = tuple(observe(state_dir, spec) for spec in specs.connect) if state_dir is not None else ()
+    notes = tuple(f"Connect cluster {spec.name}: not looked at (its workers are found through a local cluster's "
+                  f"--state-dir)" for spec in specs.connect) if state_dir is None else ()
+    return assess(topology(specs.cluster), declared, observe_status(connection, specs, positions), connect, notes)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -155,6 +157,13 @@ def test_a_source_writing_a_topic_its_user_has_no_grant_on_fails_the_apply_with_
     assert "connector 'stray'" in applied.stderr and "TopicAuthorizationException" in applied.stderr, applied.stderr
     status = connected.kraftform("status")
     assert status.returncode == 2 and "DIFF stray" in status.stdout, status.stdout
+    assert "PROBLEM: connector orders-connect/stray: task 0 failed:" in status.stdout, status.stdout
+    # `kraftform status` judges the Connect clusters beside the cluster with the rest.
+    overall = subprocess.run([sys.executable, "-m", "kraftform", "status", str(connected.root), "--state-dir",
+                              str(connected.cluster.state_dir)], capture_output=True, text=True, timeout=120)
+    assert overall.returncode == 2, overall.stdout + overall.stderr
+    assert "connector orders-connect/archive: running (declared running); task 0 running" in overall.stdout
+    assert "PROBLEM: connector orders-connect/stray: task 0 failed:" in overall.stdout, overall.stdout
 
 
 def test_an_undeclared_connector_is_deleted_only_when_allowed(connected: Connected) -> None:

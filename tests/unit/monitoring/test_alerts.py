@@ -110,3 +110,33 @@ def test_promtool_fires_each_alert_on_series_that_break_its_condition(tmp_path: 
         "tests": [{"interval": "10s", "input_series": series, "alert_rule_test": alerts}]}))
     done = _promtool("test", "rules", "test.yml", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_connector_whose_task_failed_for_a_minute_fires_and_one_as_declared_does_not(tmp_path: Path) -> None:
+    specs = load_specs(Path(__file__).resolve().parents[2] / "example_project" / "specs")  # shop-connect
+    rules = rules_yaml(specs)
+    assert "kraftform_connector_failed_tasks" in rules and "kraftform_connector_as_declared" in rules
+    exporter = {"job": "kraftform", "node": "kraftform", "role": "exporter", "cluster": "shop",
+                "connect": "shop-connect", "connector": "orders-archive"}
+
+    text = ", ".join(f'{k}="{v}"' for k, v in exporter.items())
+
+    def series(name: str, values: str) -> dict[str, str]:
+        return {"series": f"{name}{{{text}}}", "values": values}
+
+    alerts = [
+        {"eval_time": "60s", "alertname": "ConnectorTaskFailed", "exp_alerts": []},  # failed for 40 s only
+        {"eval_time": "90s", "alertname": "ConnectorTaskFailed", "exp_alerts": [{
+            "exp_labels": {**exporter, "severity": "critical"},
+            "exp_annotations": {"summary": "connector orders-archive of Connect cluster shop-connect has 1 failed "
+                                           "task(s): `kraftform connect status` shows the trace"}}]},
+        {"eval_time": "90s", "alertname": "ConnectorNotAsDeclared", "exp_alerts": []},
+    ]
+    (tmp_path / "rules.yml").write_text(rules)
+    (tmp_path / "test.yml").write_text(yaml.safe_dump({
+        "rule_files": ["rules.yml"], "evaluation_interval": "10s",
+        "tests": [{"interval": "10s", "input_series": [series("kraftform_connector_failed_tasks", "0 0 1x9"),
+                                                       series("kraftform_connector_as_declared", "1x11")],
+                   "alert_rule_test": alerts}]}))
+    done = _promtool("test", "rules", "test.yml", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -94,3 +94,30 @@ def test_a_share_groups_lag_is_kafkas_own_count_and_without_it_measured_from_its
     never = dataclasses.replace(counted, positions=None, lags=None, topics=())
     assert "share group workers: not started" in render_text(
         assess(TOPO, DECLARED, dataclasses.replace(_healthy(), consumers=(never,))))
+
+
+def test_connectors_are_judged_against_their_declared_state_and_failed_tasks_named() -> None:
+    from kraftform.monitoring.status import ConnectSeen
+    from kraftform.plan.connectors import LiveConnector
+    from kraftform.specset.model import ConnectorSpec, ConnectSpec
+
+    sink = ConnectorSpec("archive", "FileStreamSinkConnector", "sink", ("orders",))
+    paused = ConnectorSpec("lines", "FileStreamSourceConnector", "source", ("lines",), state="paused")
+    gone = ConnectorSpec("gone", "FileStreamSinkConnector", "sink", ("orders",))
+    spec = ConnectSpec("kc", "kc-user", workers=2, connectors=(sink, paused, gone))
+    tasks = ((0, "running", ""), (1, "failed", "Boom (caused by X)"))
+    live = {"archive": LiveConnector("archive", {}, "running", tasks),
+            "lines": LiveConnector("lines", {}, "paused", ((0, "paused", ""),)),
+            "stray": LiveConnector("stray", {}, "running", ())}
+    status = assess(TOPO, DECLARED, _healthy(), (ConnectSeen(spec, 1, live),))
+    assert status.problems == (
+        "Connect cluster kc: 1 of 2 worker(s) running (`kraftform connect up` starts the others)",
+        "connector kc/archive: task 1 failed: Boom (caused by X)",
+        "connector kc/gone is declared running but absent (`kraftform connect apply` creates it)",
+        "connector kc/stray is running but no spec declares it")
+    by_name = {k.name: k for k in status.connectors}
+    assert by_name["lines"].as_declared and not by_name["archive"].as_declared
+    assert by_name["archive"].failed_tasks == 1 and by_name["stray"].declared is None
+    assert "connector kc/archive: running (declared running); task 0 running, task 1 failed" in render_text(status)
+    unread = assess(TOPO, DECLARED, _healthy(), (ConnectSeen(spec, 0, None, "refused"),))
+    assert unread.problems[-1] == "Connect cluster kc: its connectors cannot be read: refused"

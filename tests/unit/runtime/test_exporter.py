@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kraftform.cluster.connection import Connection
 from kraftform.declared import load_specs
-from kraftform.monitoring.status import ConsumerStatus, Status, TopicStatus
+from kraftform.monitoring.status import ConnectorStatus, ConsumerStatus, Status, TopicStatus
 from kraftform.runtime.exporter import STALE_S, _Looker, render_metrics
 
 from ...conftest import EXAMPLE_SPECS
@@ -17,7 +17,9 @@ from ...conftest import EXAMPLE_SPECS
 STATUS = Status("kftest", (1, 2, 3), (1, 2, 3), (1001,), (1001,), 1001,
                 (TopicStatus("orders", 3, (1,), (), ()),),
                 (ConsumerStatus("scorer", "spark", 1200, 1000), ConsumerStatus('odd"name', "group", None, 10_000)),
-                ("Spark consumer scorer is 1,200 records behind",))
+                ("Spark consumer scorer is 1,200 records behind",),
+                (ConnectorStatus("kc", "archive", "running", "running", ((0, "running", ""), (1, "failed", "Boom"))),
+                 ConnectorStatus("kc", "stray", None, "running")))
 LINE = re.compile(r'^[a-z_]+\{(?:[a-z]+="(?:[^"\\]|\\.)*",?)*\} -?[0-9.e+]+$')
 
 
@@ -30,6 +32,9 @@ def test_every_line_is_prometheus_text_and_the_figures_are_the_status() -> None:
     assert 'kraftform_consumer_lag_limit_records{cluster="kftest",consumer="odd\\"name",kind="group"} 10000.0' \
         in samples
     assert 'kraftform_status_healthy{cluster="kftest"} 0.0' in samples
+    assert 'kraftform_connector_failed_tasks{cluster="kftest",connect="kc",connector="archive"} 1.0' in samples
+    assert 'kraftform_connector_as_declared{cluster="kftest",connect="kc",connector="archive"} 0.0' in samples
+    assert not any("as_declared" in line and "stray" in line for line in samples)  # not declared: no verdict
     assert 'kraftform_topic_under_replicated_partitions{cluster="kftest",topic="orders"} 1.0' in samples
     assert 'kraftform_certificate_expiry_timestamp_seconds{cluster="kftest",certificate="ca"} 1866800000.0' in samples
 

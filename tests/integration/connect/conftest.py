@@ -1,6 +1,6 @@
 """A Kafka Connect cluster for the package's tests: a real distributed worker (Kafka's connect-runtime from Maven
 Central, Debezium's PostgreSQL plugin declared with its checksum) started by `kraftform connect up` beside a `fast`
-cluster of the package's own, and a real PostgreSQL (Debian's package) for Debezium to capture."""
+cluster of the package's own, and a real PostgreSQL (Debian's package, `runtime.postgres`) for Debezium to capture."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import shutil
 import ssl
 import subprocess
 import sys
-import tempfile
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from kraftform.declared import load_specs
 from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
 from kraftform.runtime.local import listening
+from kraftform.runtime.postgres import LocalPostgres
 from kraftform.testing.cluster import EphemeralCluster, ephemeral_cluster
 from kraftform.testing.variant import for_tests
 
@@ -156,56 +156,14 @@ def connected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
             c.kraftform("down", "--purge")
 
 
-@dataclass
-class Postgres:
-    host: str
-    port: int
-    data: Path
-
-    def psql(self, sql: str, user: str = "postgres", database: str = "orders") -> str:
-        done = subprocess.run(["runuser", "-u", "postgres", "--", "psql", "-h", self.host, "-p", str(self.port),
-                               "-U", user, "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql],
-                              capture_output=True, text=True, timeout=60, check=False,
-                              env={**os.environ, "PGPASSWORD": os.environ[PG_PASSWORD_ENV]})
-        assert done.returncode == 0, done.stderr
-        return done.stdout.strip()
-
-
-def pg_bin(tool: str) -> str:
-    found = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{tool}"))
-    assert found, "PostgreSQL is installed by scripts/setup (Debian's postgresql package)"
-    return str(found[-1])
-
-
 @pytest.fixture(scope="package")
-def postgres(connected: Connected) -> Iterator[Postgres]:
-    """PostgreSQL with logical decoding on (Debezium reads pgoutput), on loopback, password logins only; an `orders`
-    database whose `cdc` role (replication, owner of its tables) Debezium logs in as."""
-    # Outside pytest's temporary directories: they are root's alone, and PostgreSQL refuses to run as root.
-    home = Path(tempfile.mkdtemp(prefix="kraftform-pg-"))
-    data = home / "data"
-    data.mkdir()
-    shutil.chown(data, "postgres", "postgres")
-    shutil.chown(home, "postgres", "postgres")
-    password_file = data.parent / "pw"
-    password_file.write_text(os.environ[PG_PASSWORD_ENV])
-    shutil.chown(password_file, "postgres", "postgres")
-    runuser = ["runuser", "-u", "postgres", "--"]
-    subprocess.run([*runuser, pg_bin("initdb"), "-D", str(data), "-U", "postgres", "--auth=scram-sha-256",
-                    f"--pwfile={password_file}"], check=True, capture_output=True, timeout=120)
-    port = _free_port()
-    pg = Postgres("127.0.0.1", port, data)
-    options = (f"-c listen_addresses=127.0.0.1 -c port={port} -c wal_level=logical -c max_wal_senders=4 "
-               f"-c max_replication_slots=4 -c unix_socket_directories={data}")
-    subprocess.run([*runuser, pg_bin("pg_ctl"), "-D", str(data), "-o", options, "-l", str(data.parent / "pg.log"),
-                    "-w", "start"], check=True, capture_output=True, timeout=120)
+def postgres(connected: Connected) -> Iterator[LocalPostgres]:
+    """PostgreSQL started as kraftform's runtime starts it (logical decoding on, loopback, password logins), with an
+    `orders` database whose `cdc` role (replication, owner of its tables) Debezium logs in as."""
+    pg = LocalPostgres(os.environ[PG_PASSWORD_ENV]).up()
     try:
-        pg.psql("CREATE DATABASE orders", database="postgres")
-        pg.psql(f"CREATE ROLE cdc LOGIN REPLICATION PASSWORD '{os.environ[PG_PASSWORD_ENV]}'")
-        pg.psql("CREATE TABLE orders (id serial PRIMARY KEY, item text NOT NULL, qty int NOT NULL); "
-                "ALTER TABLE orders OWNER TO cdc; GRANT CREATE ON DATABASE orders TO cdc")
+        pg.capture_database("orders", "cdc", "CREATE TABLE orders (id serial PRIMARY KEY, item text NOT NULL, "
+                                             "qty int NOT NULL)")
         yield pg
     finally:
-        subprocess.run([*runuser, pg_bin("pg_ctl"), "-D", str(data), "-m", "fast", "stop"], capture_output=True,
-                       timeout=120, check=False)
-        shutil.rmtree(home, ignore_errors=True)
+        pg.down()

@@ -15,7 +15,9 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from .conftest import PG_PASSWORD_ENV, POSTGRES_CONNECTOR, Connected, Postgres
+from kraftform.runtime.postgres import LocalPostgres
+
+from .conftest import PG_PASSWORD_ENV, POSTGRES_CONNECTOR, Connected
 
 pytestmark = pytest.mark.integration
 
@@ -54,8 +56,11 @@ def _rows(changes: list[tuple[int, str | None]]) -> set[int]:
 
 
 def test_debezium_captures_every_insert_update_and_delete_and_loses_none_across_a_worker_sigkill(
-        connected: Connected, postgres: Postgres) -> None:
-    postgres.psql("INSERT INTO orders (item, qty) SELECT 'item-' || g, g FROM generate_series(1, 100) g")
+        connected: Connected, postgres: LocalPostgres) -> None:
+    def sql(text: str) -> str:
+        return postgres.psql(text, database="orders")
+
+    sql("INSERT INTO orders (item, qty) SELECT 'item-' || g, g FROM generate_series(1, 100) g")
     connected.connect["connectors"].append({
         "name": "orders-cdc", "class": POSTGRES_CONNECTOR, "type": "source", "topics": [Connected.cdc],
         "config": {"database.hostname": postgres.host, "database.port": postgres.port, "database.user": "cdc",
@@ -78,22 +83,22 @@ def test_debezium_captures_every_insert_update_and_delete_and_loses_none_across_
     assert config["database.password"] == "${env:" + PG_PASSWORD_ENV + "}"
     assert connected.kraftform("plan").returncode == 0
 
-    postgres.psql("INSERT INTO orders (item, qty) SELECT 'late-' || g, g FROM generate_series(1, 50) g; "
-                  "UPDATE orders SET qty = qty + 1000 WHERE id <= 20; DELETE FROM orders WHERE id > 140")
+    sql("INSERT INTO orders (item, qty) SELECT 'late-' || g, g FROM generate_series(1, 50) g; "
+        "UPDATE orders SET qty = qty + 1000 WHERE id <= 20; DELETE FROM orders WHERE id > 140")
     # 100 snapshot reads, 50 creates, 20 updates, 10 deletes each followed by its tombstone.
     seen = _changes(connected, lambda changes: len(changes) >= 190)
     ops = [op for _, op in seen]
     assert (ops.count("r"), ops.count("c"), ops.count("u"), ops.count("d"), ops.count(None)) == (100, 50, 20, 10, 10)
-    assert _rows(seen) == {int(i) for i in postgres.psql("SELECT id FROM orders").split()}
+    assert _rows(seen) == {int(i) for i in sql("SELECT id FROM orders").split()}
 
     # The worker SIGKILLed; rows written while it is down are captured once it is up again.
     os.kill(int(connected.worker()["pid"]), signal.SIGKILL)
-    postgres.psql("INSERT INTO orders (item, qty) SELECT 'while-down-' || g, g FROM generate_series(1, 30) g")
+    sql("INSERT INTO orders (item, qty) SELECT 'while-down-' || g, g FROM generate_series(1, 30) g")
     down = connected.kraftform("status")
     assert down.returncode == 2 and "0 of 1 worker(s) running" in down.stdout, down.stdout + down.stderr
     up = connected.kraftform("up")
     assert up.returncode == 0, up.stdout + up.stderr
     assert connected.kraftform("apply", "--auto-approve").returncode == 0  # running as declared, nothing to do
-    in_table = {int(i) for i in postgres.psql("SELECT id FROM orders").split()}
+    in_table = {int(i) for i in sql("SELECT id FROM orders").split()}
     assert len(in_table) == 170
     assert _rows(_changes(connected, lambda changes: _rows(changes) == in_table, 180)) == in_table

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kraftform.cli.reconcile_commands import confirmed
+from kraftform.cli.reconcile_commands import confirmed, reviewed_move
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.declared import load_specs
 from kraftform.errors import PlanRefusedError, UsageError
@@ -214,17 +214,9 @@ def cmd_offsets(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.set}: cannot be read as JSON or YAML: {exc}") from None
         target = parse_offsets_file(str(args.set), data)
     plan = offsets_plan(spec.name, connector, live.state, current, target)
-    sys.stdout.write(RENDERERS[args.format](plan))
-    if not args.apply:
-        return 0 if plan.empty else 2
-    if plan.problems:
-        raise PlanRefusedError("the offsets change has problems (above); nothing was moved")
-    destructive = plan.by_safety(Safety.DESTRUCTIVE)
-    if destructive and not args.allow_destructive:
-        raise PlanRefusedError(f"{len(destructive)} partition(s) would be reset or skip data: --allow-destructive; "
-                               f"nothing was moved")
-    if plan.empty:
-        return 0
+    done = reviewed_move(plan, args, "be reset or skip data")
+    if done is not None:
+        return done
     move_offsets(rest, connector.name, plan)
     print(f"Moved the offsets of connector {connector.name}: {summary(plan)}", file=sys.stderr)
     return 0

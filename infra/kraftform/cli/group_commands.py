@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kraftform.cli.reconcile_commands import COMMAND_CONFIG_HELP, STATE_DIR_HELP
+from kraftform.cli.reconcile_commands import COMMAND_CONFIG_HELP, STATE_DIR_HELP, reviewed_move
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.declared import load_specs
-from kraftform.errors import PlanRefusedError, UsageError
-from kraftform.plan.changes import GroupOffset, Safety
+from kraftform.errors import UsageError
+from kraftform.plan.changes import GroupOffset
 from kraftform.plan.render import RENDERERS, summary
 
 TO_HELP = ("earliest, latest, an ISO 8601 time with its zone (2026-11-24T09:30:00Z: the first record at or after "
@@ -60,17 +60,9 @@ def cmd_reset(args: argparse.Namespace) -> int:
     connection = read_connection(args.command_config) if args.command_config else admin_config(args.state_dir)
     view = read_group(connection, args.group, to, args.topic)
     plan = reset_plan(args.group, view.current, view.targets, view.ends, view.members)
-    sys.stdout.write(RENDERERS[args.format](plan))
-    if not args.apply:
-        return 0 if plan.empty else 2
-    if plan.refused or plan.problems:
-        raise PlanRefusedError("the reset has refused changes or problems; nothing was moved")
-    destructive = plan.by_safety(Safety.DESTRUCTIVE)
-    if destructive and not args.allow_destructive:
-        raise PlanRefusedError(f"{len(destructive)} partition(s) would skip records the group has not read: "
-                               f"--allow-destructive; nothing was moved")
-    if plan.empty:
-        return 0
+    done = reviewed_move(plan, args, "skip records the group has not read")
+    if done is not None:
+        return done
     move_offsets(connection, args.group, [c.payload for c in plan.changes if isinstance(c.payload, GroupOffset)])
     print(f"Moved the offsets of group {args.group}: {summary(plan)}", file=sys.stderr)
     return 0

@@ -154,6 +154,22 @@ def confirmed(plan: Plan, auto_approve: bool) -> bool:
     return False
 
 
+def reviewed_move(plan: Plan, args: argparse.Namespace, skipping: str) -> int | None:
+    """An offsets move (`groups reset`, `connect offsets`) printed in `--format`; the exit code when there is
+    nothing to move or only a plan was asked (2: a move is planned), None to go ahead. Refused changes, problems
+    and, without --allow-destructive, partitions that would `skipping` stop it before anything is sent."""
+    sys.stdout.write(RENDERERS[args.format](plan))
+    if not args.apply:
+        return 0 if plan.empty else 2
+    if plan.refused or plan.problems:
+        raise PlanRefusedError("the move has refused changes or problems (above); nothing was moved")
+    destructive = plan.by_safety(Safety.DESTRUCTIVE)
+    if destructive and not args.allow_destructive:
+        raise PlanRefusedError(f"{len(destructive)} partition(s) would {skipping}: --allow-destructive; nothing "
+                               f"was moved")
+    return 0 if plan.empty else None
+
+
 def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 

@@ -167,10 +167,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         differ |= bool(problems)
         print(f"{spec.name}: {seen.workers_running} of {spec.workers} worker(s) running")
         for k in statuses:
-            tasks = ", ".join(f"task {t[0]} {t[1]}" for t in k.tasks)
-            declared = "not declared" if k.declared is None else f"declared {k.declared}"
-            print(f"  {'ok  ' if k.as_declared else 'DIFF'} {k.name}: {k.state} ({declared})"
-                  + (f"; {tasks}" if tasks else ""))
+            print(f"  {'ok  ' if k.as_declared else 'DIFF'} {k.line()}")
         for problem in problems:
             print(f"  PROBLEM: {problem}")
     return 2 if differ else 0

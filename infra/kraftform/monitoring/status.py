@@ -120,6 +120,12 @@ class ConnectorStatus:
     def as_declared(self) -> bool:
         return self.state == self.declared and not self.failed_tasks
 
+    def line(self) -> str:
+        """`name: state (declared state); task 0 running, ...`, as both status commands print it."""
+        tasks = ", ".join(f"task {t[0]} {t[1]}" for t in self.tasks)
+        declared = "not declared" if self.declared is None else f"declared {self.declared}"
+        return f"{self.name}: {self.state} ({declared})" + (f"; {tasks}" if tasks else "")
+
 
 @dataclass(frozen=True)
 class ConnectSeen:
@@ -303,10 +309,7 @@ def render_text(status: Status) -> str:
         what = " not acknowledged" if c.kind == "share" else ""
         lag = "not started" if c.lag is None else f"lag {c.lag:,} records{what} (limit {c.limit:,})"
         lines.append(f"{KINDS[c.kind]} {c.name}: {lag}")
-    for k in status.connectors:
-        tasks = ", ".join(f"task {t[0]} {t[1]}" for t in k.tasks)
-        declared = "not declared" if k.declared is None else f"declared {k.declared}"
-        lines.append(f"connector {k.cluster}/{k.name}: {k.state} ({declared})" + (f"; {tasks}" if tasks else ""))
+    lines += [f"connector {k.cluster}/{k.line()}" for k in status.connectors]
     lines += [f"note: {n}" for n in status.notes]
     lines += [f"PROBLEM: {p}" for p in status.problems]
     return "\n".join(lines)

@@ -74,6 +74,16 @@ class WorkerRecord:
     pid: int
 
 
+def _worker_alive(pid: int, directory: str) -> bool:
+    """Whether `pid` runs a Connect worker whose files are under `directory`: a recycled pid belongs to someone
+    else."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return CONNECT_MAIN.encode() in cmdline and directory.encode() in cmdline
+
+
 def worker_host(state_dir: Path, index: int) -> str:
     return f"{loopback_base(state_dir)}2.{index + 1}"
 
@@ -153,12 +163,7 @@ class ConnectWorkers:
         write_atomic(self.dir / WORKERS_FILE, json.dumps([asdict(r) for r in records], indent=2) + "\n")
 
     def _alive(self, record: WorkerRecord) -> bool:
-        try:
-            cmdline = Path(f"/proc/{record.pid}/cmdline").read_bytes()
-        except OSError:
-            return False
-        # A recycled pid belongs to someone else: check it runs this worker's configuration.
-        return CONNECT_MAIN.encode() in cmdline and self._files(record.index).dir.encode() in cmdline
+        return _worker_alive(record.pid, self._files(record.index).dir)
 
     def _start(self, worker: RenderedWorker, env: Mapping[str, str]) -> WorkerRecord:
         files = self._files(worker.index)
@@ -289,27 +294,20 @@ def stop_all(state_dir: Path, grace: float = 30.0) -> None:
     cluster goes (`cluster down`, a test cluster's end, the sweep of one whose session was killed), so no worker
     outlives the cluster it logs in to. SIGTERM first (a worker commits its offsets as it stops), SIGKILL after
     `grace`."""
-    def alive(pid: int, directory: Path) -> bool:
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return False
-        return CONNECT_MAIN.encode() in cmdline and str(directory).encode() in cmdline
-
-    running: list[tuple[int, Path]] = []
+    running: list[tuple[int, str]] = []
     for workers in sorted((state_dir / "connect").glob(f"*/{WORKERS_FILE}")):
         try:
             pids = [int(r["pid"]) for r in json.loads(workers.read_text())]
         except (OSError, ValueError, TypeError, KeyError):
             continue
-        running += [(pid, workers.parent) for pid in pids if alive(pid, workers.parent)]
+        running += [(pid, str(workers.parent)) for pid in pids if _worker_alive(pid, str(workers.parent))]
     for pid, _ in running:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while any(alive(*r) for r in running) and time.monotonic() < deadline:
+    while any(_worker_alive(*r) for r in running) and time.monotonic() < deadline:
         time.sleep(0.2)
     for pid, directory in running:
-        if alive(pid, directory):
+        if _worker_alive(pid, directory):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

@@ -11,11 +11,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
 import shutil
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import docker
-from docker.errors import NotFound
+from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 
 from kraftform.cluster.config import Addressing
@@ -54,6 +57,37 @@ def _previous(name: str) -> str:
 
 def _recorded(spec: ContainerSpec, record: dep.NodeRecord) -> ContainerSpec:
     return dataclasses.replace(spec, labels={**spec.labels, LABEL_RECORD: json.dumps(dataclasses.asdict(record))})
+
+
+def port_taken(host: str, port: int) -> bool:
+    """Whether Docker's proxy could not bind `host:port` now: a listener, or any socket (a client's outgoing
+    connection among them) bound there without SO_REUSEADDR. Probed as the proxy binds, with SO_REUSEADDR, so a
+    connection in TIME_WAIT does not count."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def _ports_taken(cluster: str, ports: list[int]) -> str:
+    return (f"cluster {cluster!r}: host port(s) {', '.join(map(str, ports))} already in use on this machine; "
+            f"publish the cluster elsewhere with cluster.security.external_listener.base_port (brokers take "
+            f"base_port + their index; metrics base_port + 300 + a broker's id, + 400 + a controller's id - 1000)")
+
+
+@contextlib.contextmanager
+def published_ports(cluster: str) -> Iterator[None]:
+    """Docker's refusal to publish a port someone took since it was checked, as the user error it is."""
+    try:
+        yield
+    except APIError as exc:
+        found = re.search(r"listen tcp4? [^:]*:(\d+): bind: address already in use", str(exc))
+        if found is None:
+            raise
+        raise UsageError(_ports_taken(cluster, [int(found.group(1))])) from None
 
 
 def recovered(client: docker.DockerClient, cluster: str) -> tuple[list[dep.NodeRecord], dict[str, dep.NodeRecord]]:
@@ -121,7 +155,8 @@ class DockerRuntime:
         if deployment is not None:
             dep.require_as_declared(self.state_dir, deployment, topo, self.node_plan(cluster))
             for record in deployment.nodes:
-                client.containers.get(record.handle).start()
+                with published_ports(cluster.name):
+                    client.containers.get(record.handle).start()
         else:
             secrets = secrets or make_secrets(topo, addr, admin_password)
             specs = container_specs(topo, secrets, self._image(cluster.kafka_version))
@@ -132,12 +167,17 @@ class DockerRuntime:
                     f"data volumes from an earlier cluster exist ({', '.join(leftovers)}) but {self.state_dir} "
                     f"holds no cluster: use that cluster's --state-dir, or remove them with "
                     f"`docker volume rm {' '.join(leftovers)}`")
-            dep.save_secrets(self.state_dir, secrets)
-            self._network(client, specs[0].network, cluster.name)
+            busy = sorted(p.host_port for s in specs for p in s.ports if port_taken(p.host_ip, p.host_port))
+            if busy:
+                raise UsageError(_ports_taken(cluster.name, busy))
             records = [dep.started(r, cluster.kafka_version, r.node.name) for r in render_in_containers(topo, secrets)]
-            for spec, record in zip(specs, records, strict=True):
-                remove_if_present(client, spec.name)
-                self.create_container(client, spec, record).start()
+            with self._undone_on_failure(client, specs):
+                dep.save_secrets(self.state_dir, secrets)
+                self._network(client, specs[0].network, cluster.name)
+                for spec, record in zip(specs, records, strict=True):
+                    remove_if_present(client, spec.name)
+                    with published_ports(cluster.name):
+                        self.create_container(client, spec, record).start()
             bootstrap = bootstrap_servers(specs, cluster.security.external_listener.host)
             dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
                                    cluster.security.sasl_mechanism, secrets.ca.cert_pem)
@@ -148,6 +188,24 @@ class DockerRuntime:
             dep.write_endpoints(self.state_dir, metrics_endpoints(specs))
         return wait_healthy(dep.admin_config(self.state_dir), {n.node_id: n.name for n in topo.brokers}, timeout,
                             self.last_error, self.restart_node)
+
+    @contextlib.contextmanager
+    def _undone_on_failure(self, client: docker.DockerClient, specs: tuple[ContainerSpec, ...]) -> Iterator[None]:
+        """A first start that fails takes back what it made (containers, their empty volumes, the network, the
+        secrets), so the state directory and Docker are as before it and the next `up` starts afresh instead of
+        refusing its own volumes as another cluster's."""
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):
+                for spec in specs:
+                    remove_if_present(client, spec.name)
+                    with contextlib.suppress(NotFound):
+                        client.volumes.get(spec.volume).remove(force=True)
+                for network in client.networks.list(names=[specs[0].network]):
+                    network.remove()
+            (self.state_dir / dep.SECRETS_FILE).unlink(missing_ok=True)
+            raise
 
     # --- what a roll and a resize do to single nodes (`runtime.rolling.Nodes`) ---------------------------
     def _spec(self, cluster: ClusterSpec, name: str) -> ContainerSpec:

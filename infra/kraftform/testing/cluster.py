@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
-import socket
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -72,23 +72,32 @@ def sweep(base: Path) -> list[str]:
     return removed
 
 
-def _free_base_port(cluster: ClusterSpec) -> int:
-    """A published port base for a Docker test cluster such that nothing listens on any port it would publish:
-    each broker's external listener (base + its index) and each node's metrics (`metrics_host_port`)."""
+def _ephemeral_low() -> int:
+    """Where the kernel starts choosing client ports: a published port above it can be taken by any outgoing
+    connection between the check and Docker's bind (seen in CI: `bind: address already in use`)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_base_port(cluster: ClusterSpec) -> int:
+    """A published port base for a Docker test cluster, below the kernel's client ports, such that Docker could
+    bind every port it would publish now: each broker's external listener (base + its index) and each node's
+    metrics (`metrics_host_port`)."""
     from kraftform.cluster.containers import metrics_host_port
     from kraftform.cluster.topology import topology
-    from kraftform.runtime.local import listening
+    from kraftform.runtime.docker_engine import port_taken
 
     nodes = topology(cluster).nodes
     offsets = sorted({n.broker_index for n in nodes if n.broker_index is not None}
                      | {metrics_host_port(0, n.node_id) for n in nodes})
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port + offsets[-1] < 65535 and not any(listening("127.0.0.1", port + i) for i in offsets):
+    top = _ephemeral_low() - offsets[-1] - 1
+    for _ in range(200):
+        port = random.randint(min(10000, top), top)
+        if not any(port_taken("127.0.0.1", port + i) for i in offsets):
             return port
-    raise UsageError("no free ports for a Docker test cluster")
+    raise UsageError("no free ports for a Docker test cluster below the kernel's client port range")
 
 
 @dataclass
@@ -212,6 +221,6 @@ def _with_free_ports(specs: SpecSet) -> SpecSet:
 
     security = specs.cluster.security
     listener = dataclasses.replace(security.external_listener, enabled=True, host="localhost",
-                                   base_port=_free_base_port(specs.cluster))
+                                   base_port=free_base_port(specs.cluster))
     cluster = dataclasses.replace(specs.cluster, security=dataclasses.replace(security, external_listener=listener))
     return dataclasses.replace(specs, cluster=cluster)

@@ -17,8 +17,9 @@ from confluent_kafka.admin import AdminClient
 
 from kraftform.declared import load_specs
 from kraftform.runtime import Runtime, get_runtime
-from kraftform.runtime.deployment import admin_config, load
+from kraftform.runtime.deployment import STATE_FILE, admin_config, load
 from kraftform.runtime.rolling import Nodes
+from kraftform.testing.cluster import free_base_port
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "cluster" / "cluster.yaml"
 
@@ -89,8 +90,10 @@ def own_cluster(base: Path, runtime_name: str, **cluster: Any) -> Iterator[Day2]
     specs.mkdir()
     doc = yaml.safe_load(FIXTURE.read_text())
     doc["cluster"] |= cluster
-    # Published ports apart from the fixture's (the session's shared clusters take free ones).
-    doc["cluster"]["security"]["external_listener"]["base_port"] = 39092
+    (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
+    # Published ports of its own, free now and below the kernel's client ports (a fixed 39092 once met a client
+    # connection on 39494, one of its metrics ports).
+    doc["cluster"]["security"]["external_listener"]["base_port"] = free_base_port(load_specs(specs).cluster)
     (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
     if runtime_name == "docker":
         from kraftform.runtime.engine import docker_client
@@ -111,4 +114,5 @@ def own_cluster(base: Path, runtime_name: str, **cluster: Any) -> Iterator[Day2]
             label = f"dev.kraftform.cluster={doc['cluster']['name']}"
             for container in client.containers.list(all=True, filters={"label": label}):
                 (base / f"{container.name}.log").write_bytes(container.logs())
-        runtime.down(purge=True)
+        if (base / "state" / STATE_FILE).is_file():
+            runtime.down(purge=True)

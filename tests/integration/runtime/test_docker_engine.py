@@ -1,13 +1,29 @@
-"""The Docker runtime's containers as Docker sees them: the health check `pulumi up` waits for."""
+"""The Docker runtime's containers as Docker sees them: the health check `pulumi up` waits for, and a first start
+that cannot finish leaving nothing behind."""
 
 from __future__ import annotations
 
+import shutil
+import socket
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+from docker.errors import ImageNotFound
+
+from kraftform.cluster.containers import metrics_host_port
+from kraftform.cluster.topology import CONTROLLER_ID_BASE
+from kraftform.declared import load_specs
+from kraftform.runtime.deployment import SECRETS_FILE, STATE_FILE
+from kraftform.runtime.docker_engine import DockerRuntime
 from kraftform.runtime.engine import docker_client
+from kraftform.testing.cluster import free_base_port
 
 from ..conftest import Clusters
+from .conftest import FIXTURE
 
 
 def test_docker_reports_every_node_healthy_and_the_check_can_fail(clusters: Clusters) -> None:
@@ -30,3 +46,55 @@ def test_docker_reports_every_node_healthy_and_the_check_can_fail(clusters: Clus
     port = command.split("':", 1)[1][:4]
     result = container.exec_run(["sh", "-c", command.replace(f"':{port} ", "':FFFE ")])
     assert result.exit_code == 1, result.output
+
+
+def _cluster_specs(tmp_path: Path, name: str) -> tuple[Path, int]:
+    doc = yaml.safe_load(FIXTURE.read_text())
+    doc["cluster"]["name"] = name
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
+    base = free_base_port(load_specs(specs).cluster)
+    doc["cluster"]["security"]["external_listener"]["base_port"] = base
+    (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
+    return specs, base
+
+
+def _left_in_docker(name: str) -> list[str]:
+    client = docker_client()
+    label = f"dev.kraftform.cluster={name}"
+    return ([c.name for c in client.containers.list(all=True, filters={"label": label})]
+            + [v.name for v in client.volumes.list(filters={"name": f"{name}-"})]
+            + [n.name for n in client.networks.list(filters={"label": label})])
+
+
+def test_a_published_port_already_taken_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    specs, base = _cluster_specs(tmp_path, "kfport")
+    state = tmp_path / "state"
+    # A metrics port, the way CI met it: not the first port, and taken by someone else's socket.
+    metrics_port = base + metrics_host_port(0, CONTROLLER_ID_BASE + 1)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", metrics_port))
+        taken.listen()
+        result = subprocess.run([shutil.which("kraftform") or "kraftform", "cluster", "up", str(specs), "--runtime",
+                                 "docker", "--state-dir", str(state)], capture_output=True, text=True, timeout=600,
+                                check=False)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"host port(s) {metrics_port} already in use" in result.stderr, result.stderr
+    assert "external_listener.base_port" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (state / SECRETS_FILE).exists() and not (state / STATE_FILE).exists()
+    assert _left_in_docker("kfport") == []
+
+
+def test_a_first_start_that_fails_takes_back_what_it_made(tmp_path: Path) -> None:
+    specs, _ = _cluster_specs(tmp_path, "kfundo")
+    state = tmp_path / "state"
+    runtime = DockerRuntime(state, image="kraftform-no-such-image:0")
+    with pytest.raises(ImageNotFound):
+        runtime.up(load_specs(specs).cluster, timeout=60)
+    assert not (state / SECRETS_FILE).exists() and not (state / STATE_FILE).exists()
+    assert _left_in_docker("kfundo") == []
+    # And the next start is a fresh one, not a refusal of its own volumes as another cluster's.
+    with pytest.raises(ImageNotFound):
+        runtime.up(load_specs(specs).cluster, timeout=60)

@@ -106,22 +106,26 @@ def cmd_down(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plans(args: argparse.Namespace) -> list[tuple[ConnectSpec, Any, Plan]]:
+def _plans(args: argparse.Namespace) -> list[tuple[Any, Any, Plan]]:
+    """Each chosen Connect cluster's workers, REST client and plan."""
     from kraftform.connect.reconcile import plan_connect
+    from kraftform.kafka.credentials import passwords
     from kraftform.kafka.observe import acl_bindings
     from kraftform.runtime.connect import ConnectWorkers
     from kraftform.runtime.deployment import admin_config
 
-    chosen = _chosen(load_specs(args.specs_dir), args.name)
+    specs = load_specs(args.specs_dir)
     granted = acl_bindings(admin_config(args.state_dir))
+    found = passwords(specs.users)
     out = []
-    for spec in chosen:
-        rest = ConnectWorkers(args.state_dir, spec).rest()
-        out.append((spec, rest, plan_connect(rest, spec, granted)))
+    for spec in _chosen(specs, args.name):
+        workers = ConnectWorkers(args.state_dir, spec)
+        rest = workers.rest()
+        out.append((workers, rest, plan_connect(rest, spec, granted, workers.logins(found))))
     return out
 
 
-def _joined(plans: list[tuple[ConnectSpec, Any, Plan]]) -> Plan:
+def _joined(plans: list[tuple[Any, Any, Plan]]) -> Plan:
     return Plan(Plan.of([c for _, _, p in plans for c in p.changes]).changes,
                 problems=tuple(p for _, _, plan in plans for p in plan.problems))
 
@@ -136,6 +140,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     from kraftform.connect.reconcile import apply_connect
+    from kraftform.kafka.credentials import passwords
 
     plans = _plans(args)
     plan = _joined(plans)
@@ -150,8 +155,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
                                f"applied")
     if not confirmed(plan, args.auto_approve):
         return 1
-    for spec, rest, one in plans:
-        apply_connect(rest, spec, one, _progress)
+    found = passwords(load_specs(args.specs_dir).users)
+    for workers, rest, one in plans:
+        workers.write_logins(found)
+        apply_connect(rest, workers.spec, one, _progress)
     print(f"Applied {summary(plan)}; the connectors are as declared.")
     return 0
 

@@ -1,6 +1,6 @@
 """A Kafka Connect worker's configuration, rendered from its spec: distributed mode, SASL_SSL to Kafka as the
-Connect cluster's own user, its REST API over TLS behind HTTP basic authentication, secrets through the
-environment's config provider.
+Connect cluster's own user (a connector with a `user` of its own logs in as that one), its REST API over TLS behind
+HTTP basic authentication, secrets through the environment's config provider.
 
 Pure: paths, hosts and secrets come in, file contents go out; the runtime writes and starts them.
 """
@@ -38,6 +38,8 @@ class WorkerFiles:
     truststore: str
     jaas: str
     rest_users: str
+    #: The directory of connector users' passwords, one file per user (`login_reference`).
+    logins: str
 
 
 @dataclass(frozen=True)
@@ -86,11 +88,15 @@ def worker_properties(spec: ConnectSpec, index: int, host: str, kafka: Mapping[s
         "listeners.https.ssl.client.auth": "none",
         "rest.extension.classes": BASIC_AUTH_EXTENSION,
         "plugin.path": ",".join(plugin_path),
-        # Connector secrets as ${env:NAME}: resolved in the worker when a task starts, never stored in Kafka.
-        "config.providers": "env",
+        # Connector secrets as ${env:NAME}, connector users' passwords as ${dir:LOGINS:USER}: resolved in the worker
+        # when a task starts, never stored in Kafka; the directory provider reads nothing outside the logins.
+        "config.providers": "env,dir",
         "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
-        # A connector may not change its clients' settings: it would log in as someone else.
-        "connector.client.config.override.policy": "None",
+        "config.providers.dir.class": "org.apache.kafka.common.config.provider.DirectoryConfigProvider",
+        "config.providers.dir.param.allowed.paths": files.logins,
+        # A connector may change its clients' login and nothing else of them (kraftform sets it from the
+        # connector's `user`, and `validate` keeps it out of hand-written configs).
+        "connector.client.config.override.policy": "Principal",
     }
     return props
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from kraftform.connect.rest import ConnectRest
 from kraftform.errors import KafkaRequestFailed
 from kraftform.plan.changes import ConnectorOffset, ConnectorWork, Plan
-from kraftform.plan.connectors import FAILED, RUNNING, LiveConnector, connector_changes
+from kraftform.plan.connectors import FAILED, RUNNING, LiveConnector, Logins, connector_changes
 from kraftform.plan.render import listed
 from kraftform.specset.model import AclBinding, ConnectorSpec, ConnectSpec
 
@@ -29,14 +29,19 @@ FAILED_FOR_S = 5.0
 STABLE_FOR_S = 10.0
 
 
-def plan_connect(rest: ConnectRest, spec: ConnectSpec, granted: frozenset[AclBinding]) -> Plan:
+def plan_connect(rest: ConnectRest, spec: ConnectSpec, granted: frozenset[AclBinding],
+                 logins: Logins | None = None) -> Plan:
     """`granted`: the ACL bindings Kafka holds. A connector whose derived grants are not there yet is a problem
-    (its tasks would fail on Kafka's refusal): `kraftform apply` makes them, with the rest of the Kafka objects."""
+    (its tasks would fail on Kafka's refusal): `kraftform apply` makes them, with the rest of the Kafka objects.
+    So is a connector whose user's password is not set (`logins.unset`): the workers could not log in as it."""
+    logins = logins or Logins()
     live = rest.connectors()
-    changes = connector_changes(spec.name, spec.connectors, live)
+    changes = connector_changes(spec.name, spec.connectors, live, logins=logins)
     touched = {c.resource.split("/", 1)[1] for c in changes
                if isinstance(c.payload, ConnectorWork) and c.payload.operation in ("create", "config")}
-    problems = [problem for c in spec.connectors if c.name in touched for problem in _invalid(rest, c)]
+    problems = [problem for c in spec.connectors if c.name in touched for problem in _invalid(rest, c, logins)]
+    problems += [f"{c.location}: connector {c.name!r}: the password of its user {c.user!r} is not set"
+                 for c in spec.connectors if c.user in logins.unset]
     needs = [(f"Connect cluster {spec.name!r}", spec.location, spec.worker_acls())]
     needs += [(f"connector {c.name!r}", c.location, spec.connector_acls(c)) for c in spec.connectors]
     for named, where, acls in needs:
@@ -47,9 +52,9 @@ def plan_connect(rest: ConnectRest, spec: ConnectSpec, granted: frozenset[AclBin
     return Plan(Plan.of(changes).changes, problems=tuple(problems))
 
 
-def _invalid(rest: ConnectRest, connector: ConnectorSpec) -> list[str]:
+def _invalid(rest: ConnectRest, connector: ConnectorSpec, logins: Logins) -> list[str]:
     try:
-        errors = rest.validate(connector.connector_class, connector.rest_config())
+        errors = rest.validate(connector.connector_class, connector.rest_config(logins.path))
     except KafkaRequestFailed as exc:  # an unknown class is answered 4xx, not as a field error
         return [f"{connector.location}: connector {connector.name!r}: {exc}"]
     return [f"{connector.location}: connector {connector.name!r}: {key}: {message}" for key, message in errors]
@@ -63,8 +68,8 @@ def apply_connect(rest: ConnectRest, spec: ConnectSpec, plan: Plan, progress: Pr
         if not isinstance(work, ConnectorWork):
             continue
         name = change.resource.split("/", 1)[1]
-        if (name, work.operation) in done:
-            continue
+        if (name, work.operation) in done or work.operation == "login":
+            continue  # a login's only work is its password file, written before any change
         done.add((name, work.operation))
         progress(f"{spec.name}: {_verb(work)} connector {name} ...")
         if work.operation == "create":
@@ -76,8 +81,8 @@ def apply_connect(rest: ConnectRest, spec: ConnectSpec, plan: Plan, progress: Pr
         elif work.operation == "state":
             assert work.state is not None
             rest.set_state(name, work.state)
-        elif work.operation == "restart":
-            rest.restart(name)
+        elif work.operation in ("restart", "relogin"):
+            rest.restart(name, only_failed=work.operation == "restart")
         elif work.operation == "delete":
             rest.delete(name)
     wait_declared(rest, spec, timeout)
@@ -85,6 +90,7 @@ def apply_connect(rest: ConnectRest, spec: ConnectSpec, plan: Plan, progress: Pr
 
 def _verb(work: ConnectorWork) -> str:
     return {"create": "creating", "config": "updating", "restart": "restarting what failed in",
+            "relogin": "restarting (its user's new password)",
             "delete": "deleting"}.get(work.operation, {"running": "resuming", "paused": "pausing",
                                                        "stopped": "stopping"}.get(work.state or "", "changing"))
 

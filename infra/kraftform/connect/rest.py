@@ -100,8 +100,10 @@ class ConnectRest:
         verb = {"running": "resume", "paused": "pause", "stopped": "stop"}[state]
         self.request("PUT", f"/connectors/{urllib.parse.quote(name)}/{verb}")
 
-    def restart(self, name: str) -> None:
-        self.request("POST", f"/connectors/{urllib.parse.quote(name)}/restart?includeTasks=true&onlyFailed=true")
+    def restart(self, name: str, only_failed: bool = True) -> None:
+        """The connector and its tasks: those failed, or every one."""
+        self.request("POST", f"/connectors/{urllib.parse.quote(name)}/restart?includeTasks=true"
+                             f"&onlyFailed={'true' if only_failed else 'false'}")
 
     def delete(self, name: str) -> None:
         self.request("DELETE", f"/connectors/{urllib.parse.quote(name)}")

@@ -138,7 +138,7 @@ class Credential:
 class ConnectorWork:
     """What the Connect REST API is asked: `create` (with `config` and its first `state`), `config` (the whole
     config PUT, once however many keys changed), `state` (pause, stop or resume), `restart` (what failed),
-    `delete`."""
+    `relogin` (restart everything: its user's password changed), `delete`."""
 
     operation: str
     config: Mapping[str, str] | None

@@ -8,12 +8,13 @@ deleted (a destructive change, applied only when allowed). A secret never shows:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kraftform.plan.changes import Action, Change, ConnectorWork, Kind, Safety
 from kraftform.specset.checks import SECRET_KEY
-from kraftform.specset.model import ConnectorSpec
+from kraftform.specset.model import LOGINS_PLACEHOLDER, ConnectorSpec
 
 #: Keys whose change makes it another connector: a different class reads the old one's offsets, other topics
 #: mean other data.
@@ -39,9 +40,26 @@ class LiveConnector:
         return tuple(t for t in self.tasks if t[1] == FAILED)
 
 
+@dataclass(frozen=True)
+class Logins:
+    """The connector users' passwords as the workers read them: the directory (`login_reference`), the users whose
+    file is missing or not their current password (`stale`: running tasks logged in with the old one), and those
+    whose password is not set where the specs say (`unset`)."""
+
+    path: str = LOGINS_PLACEHOLDER
+    stale: frozenset[str] = frozenset()
+    unset: frozenset[str] = frozenset()
+
+
+#: A JAAS line whose password is given literally (not as a `${provider:...}` reference).
+_LITERAL_PASSWORD = re.compile(r'password="(?!\$\{)')
+
+
 def shown(key: str, value: str | None) -> str | None:
-    """A value as a plan shows it: a secret's only if it is a reference."""
+    """A value as a plan shows it: a secret's only if it is a reference, or a login whose password is one."""
     if value is None or not SECRET_KEY.search(key) or value.startswith("${"):
+        return value
+    if "${" in value and not _LITERAL_PASSWORD.search(value):
         return value
     return "(hidden)"
 
@@ -52,14 +70,14 @@ def declared_as_live(connector: ConnectorSpec) -> LiveConnector:
 
 
 def connector_changes(cluster: str, declared: tuple[ConnectorSpec, ...], live: Mapping[str, LiveConnector],
-                      subject: str = "plan") -> list[Change]:
+                      subject: str = "plan", logins: Logins = Logins()) -> list[Change]:
     """The changes that take the Connect cluster `cluster` from `live` to `declared`. In a `diff` the live side is
     the base revision, and a failed task is no change (nothing runs there)."""
     changes: list[Change] = []
     wanted = {c.name: c for c in declared}
     for name, c in wanted.items():
         resource = f"{cluster}/{name}"
-        config = c.rest_config()
+        config = c.rest_config(logins.path)
         have = live.get(name)
         if have is None:
             changes.append(Change(Action.CREATE, Kind.CONNECTOR, resource, Safety.SAFE,
@@ -77,6 +95,16 @@ def connector_changes(cluster: str, declared: tuple[ConnectorSpec, ...], live: M
                 identity or "its tasks restart with the new config", key, shown(key, old), shown(key, new),
                 payload=ConnectorWork("config", config, None)))
         state = have.state
+        reconfigured = any(ch.resource == resource for ch in changes)
+        if c.user in logins.stale and not reconfigured and state == STOPPED:
+            changes.append(Change(Action.UPDATE, Kind.CONNECTOR, resource, Safety.SAFE,
+                                  f"the password of its user {c.user!r} changed: its tasks read the new one when "
+                                  f"they start", "login", payload=ConnectorWork("login", None, None)))
+        elif c.user in logins.stale and not reconfigured:
+            # A config PUT restarts the tasks anyway; otherwise they hold the password they started with.
+            changes.append(Change(Action.UPDATE, Kind.CONNECTOR, resource, Safety.DISRUPTIVE,
+                                  f"the password of its user {c.user!r} changed: its tasks restart to log in with "
+                                  f"the new one", "login", payload=ConnectorWork("relogin", None, None)))
         if subject == "plan" and c.state == RUNNING and (state == FAILED or have.failed_tasks):
             failed = ", ".join(f"task {t[0]}: {t[2]}" for t in have.failed_tasks) or "the connector failed"
             changes.append(Change(Action.UPDATE, Kind.CONNECTOR, resource, Safety.DISRUPTIVE,

@@ -3,7 +3,8 @@
 Each worker's files live under `<state>/connect/<name>/worker-<i>/`: its properties (with the Connect user's
 Kafka password: 0600), its REST certificate signed by the cluster's CA (PKCS#12, the only key store Connect's
 Jetty reads), the JAAS file and user list of the REST API's basic authentication, and its log. The REST password
-and the key stores' password are made once and kept in `<state>/connect/<name>/secrets.json` (0600). Workers
+and the key stores' password are made once and kept in `<state>/connect/<name>/secrets.json` (0600); the passwords
+of users connectors log in as of their own, a file each in `<state>/connect/<name>/logins/` (0700). Workers
 bind the cluster's loopback range (127.A.2.<i + 1>) at the declared port and the next ones.
 """
 
@@ -44,6 +45,7 @@ from kraftform.errors import (
     UsageError,
 )
 from kraftform.monitoring.status import ConnectSeen
+from kraftform.plan.connectors import Logins
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.local import java_binary, last_error_line, loopback_base, tail
 from kraftform.specset.model import ConnectSpec, SpecSet
@@ -59,11 +61,16 @@ DEFAULT_PLUGINS = ("file", "mirror")
 CLASS_PATH_PLUGINS = ("basic-auth",)
 WORKERS_FILE = "workers.json"
 SECRETS_FILE = "secrets.json"
+LOGINS_DIR = "logins"
 LOG_FILE = "worker.log"
 #: A worker's first start loads every plugin and joins the group: 20-40 s on 2 cores.
 START_TIMEOUT_S = 180.0
 
 Progress = Callable[[str], None]
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
 @dataclass
@@ -123,7 +130,38 @@ class ConnectWorkers:
     def _files(self, index: int) -> WorkerFiles:
         d = self.dir / f"worker-{index}"
         return WorkerFiles(str(d), str(d / "tls" / "rest.p12"), str(d / "tls" / "truststore.p12"),
-                           str(d / "jaas.conf"), str(d / "rest-users.properties"))
+                           str(d / "jaas.conf"), str(d / "rest-users.properties"), str(self.logins_dir))
+
+    @property
+    def logins_dir(self) -> Path:
+        """The connector users' passwords, a file each (0600): what `login_reference` points the workers to."""
+        return self.dir / LOGINS_DIR
+
+    def logins(self, found: Mapping[str, str | None]) -> Logins:
+        """The connector users' logins against `found` (user -> password, None when not set)."""
+        users = self.spec.connector_users
+        return Logins(str(self.logins_dir), frozenset(u for u in users if found.get(u) is not None
+                                                      and _read(self.logins_dir / u) != found[u]),
+                      frozenset(u for u in users if found.get(u) is None))
+
+    def write_logins(self, found: Mapping[str, str | None]) -> None:
+        """Each connector user's password where the workers read it when a task starts; the files of users no
+        connector logs in as any more go."""
+        users = self.spec.connector_users
+        unset = [u for u in users if found.get(u) is None]
+        if unset:
+            raise UsageError(f"Connect cluster {self.spec.name!r}: the password of connector user(s) "
+                             f"{', '.join(unset)} is not set")
+        self.logins_dir.mkdir(parents=True, exist_ok=True)
+        self.logins_dir.chmod(0o700)
+        for user in users:
+            password = found[user]
+            assert password is not None
+            if _read(self.logins_dir / user) != password:
+                write_atomic(self.logins_dir / user, password, PRIVATE)
+        for stale in self.logins_dir.iterdir():
+            if stale.name not in users:
+                stale.unlink()
 
     def render(self, kafka: Mapping[str, str], plugin_path: tuple[str, ...]) -> list[RenderedWorker]:
         store = self._secrets()["store_password"]
@@ -272,7 +310,7 @@ def start_declared(state_dir: Path, specs: SpecSet, spec: ConnectSpec, env: Mapp
     """`kraftform connect up` for one Connect cluster: refused before its internal topics exist (`kraftform apply`
     makes them and its grants) or while its user's password is not set; the workers log in as that user."""
     from kraftform.kafka.admin import Admin
-    from kraftform.kafka.credentials import read_secret
+    from kraftform.kafka.credentials import passwords, read_secret
 
     admin = dep.admin_config(state_dir)
     present = set(Admin(admin).metadata().topics)
@@ -286,7 +324,9 @@ def start_declared(state_dir: Path, specs: SpecSet, spec: ConnectSpec, env: Mapp
         raise UsageError(f"Connect cluster {spec.name!r}: the password of its user {user.name!r} is not set "
                          f"({user.password})")
     kafka = admin.as_user(user.name, password, user.mechanism).java()
-    return ConnectWorkers(state_dir, spec).up(kafka, env, progress)
+    workers = ConnectWorkers(state_dir, spec)
+    workers.write_logins(passwords(specs.users))  # tasks that start with the workers read them
+    return workers.up(kafka, env, progress)
 
 
 def stop_all(state_dir: Path, grace: float = 30.0) -> None:

@@ -323,14 +323,15 @@ class Builder:
         return GroupSpec(entry.data["name"], config, entry.data.get("description", ""), entry.at(),
                          entry.data.get("type"), readers)
 
-    def connect(self, entry: Entry, cluster: ClusterSpec) -> ConnectSpec:
+    def connect(self, entry: Entry, cluster: ClusterSpec, mechanisms: Mapping[str, str]) -> ConnectSpec:
+        """`mechanisms`: each declared user's SASL mechanism, which a connector's own user logs in with."""
         d = entry.data
         topics = d.get("internal_topics", {})
         heap = None if "heap" not in d else self._convert(parse_size, d["heap"], entry.at("heap"))
         plugins = tuple(ConnectPlugin(p["name"], p["maven"], p["sha256"], tuple(p.get("exclude", ())),
                                       entry.at("plugins", i))
                         for i, p in enumerate(d.get("plugins", ())) if p is not SET_ASIDE)
-        connectors = tuple(self._connector(entry, i, c) for i, c in enumerate(d.get("connectors", ()))
+        connectors = tuple(self._connector(entry, i, c, mechanisms) for i, c in enumerate(d.get("connectors", ()))
                            if c is not SET_ASIDE)
         return ConnectSpec(
             name=d["name"], user=d["user"], **present(d, "workers", "rest_port", "description"),
@@ -341,13 +342,14 @@ class Builder:
             config=plain_settings(d.get("config")), connectors=connectors, location=entry.at())
 
     @staticmethod
-    def _connector(entry: Entry, index: int, d: Mapping[str, Any]) -> ConnectorSpec:
+    def _connector(entry: Entry, index: int, d: Mapping[str, Any], mechanisms: Mapping[str, str]) -> ConnectorSpec:
         config: dict[str, str | EnvSecret] = {}
         for key, value in (d.get("config") or {}).items():
             config[key] = EnvSecret(value["env"]) if isinstance(value, dict) else plain_settings({key: value})[key]
         return ConnectorSpec(
             name=d["name"], connector_class=d["class"], type=d["type"], topics=tuple(d["topics"]),
-            **present(d, "tasks_max", "state", "description"), config=config,
+            **present(d, "tasks_max", "state", "description", "user"), config=config,
+            mechanism=mechanisms.get(d.get("user", ""), ConnectorSpec.mechanism),
             location=entry.at("connectors", index))
 
     def quota(self, entry: Entry) -> QuotaSpec:
@@ -384,7 +386,12 @@ def build_specset(docs: list[SourceDoc]) -> tuple[SpecSet | None, list[Problem]]
                 **{"pattern_type": e.data["resource"]["pattern"]} if "pattern" in e.data["resource"] else {},
                 location=e.at())
         for e in entries(docs, "acls"))
-    connect = tuple(b.connect(e, cluster) for e in entries(docs, "connect"))
+    users = tuple(UserSpec(e.data["name"], _secret(e.data["password"]),
+                           **present(e.data, "mechanism", "iterations", "password_version", "description"),
+                           location=e.at())
+                  for e in entries(docs, "users"))
+    mechanisms = {u.name: u.mechanism for u in users}
+    connect = tuple(b.connect(e, cluster, mechanisms) for e in entries(docs, "connect"))
     specset = SpecSet(
         cluster=cluster,
         topics=tuple(b.topic(e, cluster, profiles) for e in entries(docs, "topics")) +
@@ -392,11 +399,7 @@ def build_specset(docs: list[SourceDoc]) -> tuple[SpecSet | None, list[Problem]]
         acls=declared_acls + _derived_acls([*(a for g in groups for a in g.reader_acls()),
                                             *(a for c in connect for a in c.derived_acls())], declared_acls),
         quotas=tuple(b.quota(e) for e in entries(docs, "quotas")),
-        users=tuple(
-            UserSpec(e.data["name"], _secret(e.data["password"]),
-                     **present(e.data, "mechanism", "iterations", "password_version", "description"),
-                     location=e.at())
-            for e in entries(docs, "users")),
+        users=users,
         principals=tuple(PrincipalSpec(e.data["name"], e.data.get("description", ""), e.at())
                          for e in entries(docs, "principals")),
         consumers=tuple(b.consumer(e) for e in entries(docs, "consumers")),

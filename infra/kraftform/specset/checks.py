@@ -314,8 +314,10 @@ CONNECT_OWNED = re.compile(r"^(bootstrap\.servers|group\.id|security\.protocol|s
 #: Connector settings kraftform writes from the connector's own fields.
 CONNECTOR_FIELDS = {"name": "name", "connector.class": "class", "tasks.max": "tasks_max", "topics": "topics",
                     "topics.regex": "topics"}
+#: Connector settings kraftform writes from the connector's `user`: the login of the clients a worker makes for it.
+CONNECTOR_LOGIN = re.compile(r"^(producer|consumer|admin)\.override\.(security\.protocol|sasl\..*|ssl\..*)$")
 #: A connector setting by this name holds a secret: only a reference ({env: NAME}) may give it.
-SECRET_KEY = re.compile(r"(password|secret|credential|private[._-]?key|token)", re.IGNORECASE)
+SECRET_KEY = re.compile(r"(password|secret|credential|private[._-]?key|token|jaas)", re.IGNORECASE)
 
 
 def check_connect(s: SpecSet) -> Iterator[Problem]:
@@ -346,8 +348,14 @@ def _connector_problems(s: SpecSet, k: ConnectorSpec) -> Iterator[Problem]:
         if s.topic(topic) is None:
             yield Problem(k.location, f"{named}: topic {topic!r} is not declared (its ACLs are derived from "
                                       f"the declared topics it {'reads' if k.type == 'sink' else 'writes'})")
+    if k.user is not None and k.user not in {u.name for u in s.users}:
+        yield Problem(k.location, f"{named}: user {k.user!r} is not a declared SCRAM user (its clients log in as "
+                                  f"it); declare it under `users`")
     for key, value in k.config.items():
-        if key in CONNECTOR_FIELDS:
+        if CONNECTOR_LOGIN.match(key):
+            yield Problem(k.location, f"{named}: {key!r} is kraftform's: a connector's clients log in as the "
+                                      f"workers' user, or as the connector's own `user`")
+        elif key in CONNECTOR_FIELDS:
             yield Problem(k.location, f"{named}: set {key!r} through the connector's `{CONNECTOR_FIELDS[key]}`, "
                                       f"not its config")
         elif SECRET_KEY.search(key) and not isinstance(value, EnvSecret):

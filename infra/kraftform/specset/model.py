@@ -399,6 +399,18 @@ class EnvSecret:
 
 
 ConnectorState = Literal["running", "paused", "stopped"]
+#: The clients a worker makes for a connector (a sink's consumer, a source's producer, either's admin client): a
+#: connector with its own user overrides the login of each (Connect's `Principal` override policy).
+CONNECTOR_CLIENTS = ("producer", "consumer", "admin")
+#: Where the logins directory stands in a connector's config when no runtime has placed one (the offline diff).
+LOGINS_PLACEHOLDER = "/kraftform/connect-logins"
+
+
+def login_reference(logins: str, user: str) -> str:
+    """A connector user's password as its config holds it: a reference the workers resolve when a task starts
+    (Kafka's DirectoryConfigProvider reads `<logins>/<user>`), so the REST API, plans, logs and Kafka's config
+    topic never hold the password."""
+    return "${dir:" + logins + ":" + user + "}"
 
 
 @dataclass(frozen=True)
@@ -411,15 +423,24 @@ class ConnectorSpec:
     state: ConnectorState = "running"
     config: Mapping[str, str | EnvSecret] = field(default_factory=dict)
     description: str = ""
+    #: The declared SCRAM user its clients log in as instead of the workers' user, and that user's mechanism.
+    user: str | None = None
+    mechanism: str = "SCRAM-SHA-512"
     location: Location = _loc()
 
-    def rest_config(self) -> dict[str, str]:
+    def rest_config(self, logins: str = LOGINS_PLACEHOLDER) -> dict[str, str]:
         """The config as Connect's REST API takes it: kraftform's fields as Connect's keys, secrets as
-        references."""
+        references. `logins`: the directory the workers read connector users' passwords from (`login_reference`)."""
         out = {key: str(value) for key, value in self.config.items()}
         out |= {"name": self.name, "connector.class": self.connector_class, "tasks.max": str(self.tasks_max)}
         if self.type == "sink":
             out["topics"] = ",".join(self.topics)
+        if self.user is not None:
+            jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{self.user}" '
+                    f'password="{login_reference(logins, self.user)}";')
+            for client in CONNECTOR_CLIENTS:
+                out |= {f"{client}.override.sasl.jaas.config": jaas,
+                        f"{client}.override.sasl.mechanism": self.mechanism}
         return out
 
 
@@ -458,6 +479,11 @@ class ConnectSpec:
     location: Location = _loc()
 
     @property
+    def connector_users(self) -> tuple[str, ...]:
+        """The users connectors log in as of their own (`ConnectorSpec.user`)."""
+        return tuple(sorted({c.user for c in self.connectors if c.user is not None}))
+
+    @property
     def internal_topics(self) -> dict[str, str]:
         """Role (config, offset, status: Connect's own words) -> topic name."""
         return {"config": f"{self.topic_prefix}configs", "offset": f"{self.topic_prefix}offsets",
@@ -474,7 +500,7 @@ class ConnectSpec:
                      for role in ("config", "offset", "status"))
 
     def derived_acls(self) -> tuple[AclSpec, ...]:
-        """What its workers need, as one principal: `worker_acls` and each connector's `connector_acls`."""
+        """What its workers and connectors need: `worker_acls` and each connector's `connector_acls`."""
         return self.worker_acls() + tuple(a for c in self.connectors for a in self.connector_acls(c))
 
     def worker_acls(self) -> tuple[AclSpec, ...]:
@@ -486,8 +512,8 @@ class ConnectSpec:
 
     def connector_acls(self, c: ConnectorSpec) -> tuple[AclSpec, ...]:
         """A sink's topics and its consumer group (`connect-<name>`: delete too, which a reset of its offsets sends),
-        or a source's topics."""
-        user = f"User:{self.user}"
+        or a source's topics: for the connector's own user when it has one, else for the workers'."""
+        user = f"User:{c.user or self.user}"
         if c.type == "sink":
             return (AclSpec(user, "group", f"connect-{c.name}", ("read", "delete"), location=c.location),
                     *(AclSpec(user, "topic", t, ("read", "describe"), location=c.location) for t in c.topics))

@@ -57,9 +57,10 @@ def running_connect(cluster: EphemeralCluster) -> Iterator[KafkaConnect]:
             started.append(ConnectWorkers(cluster.state_dir, spec))
             start_declared(cluster.state_dir, cluster.specs, spec, env, lambda _line: None)
             rest = started[-1].rest()
-            plan = plan_connect(rest, spec, granted)
+            plan = plan_connect(rest, spec, granted, started[-1].logins(cluster.passwords))
             if plan.problems:
                 raise PlanRefusedError("the connectors' plan has problems:\n" + "\n".join(plan.problems))
+            started[-1].write_logins(cluster.passwords)
             apply_connect(rest, spec, plan, lambda _line: None)
             clients[spec.name] = rest
         yield KafkaConnect(clients)

@@ -41,6 +41,9 @@ POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 PASSWORD_ENV = "KRAFTFORM_PASSWORD_ORDERS_CONNECT"
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+#: A user a connector logs in as of its own (not the workers' user).
+ARCHIVER = "orders-archiver"
+ARCHIVER_PASSWORD_ENV = "KRAFTFORM_PASSWORD_ORDERS_ARCHIVER"
 
 
 @dataclass
@@ -124,7 +127,8 @@ def connected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
     (root / "kafka.yaml").write_text(yaml.safe_dump({
         "topics": [{"name": Connected.orders, "partitions": 3}, {"name": Connected.lines, "partitions": 1},
                    {"name": Connected.other, "partitions": 1}, {"name": Connected.cdc, "partitions": 1}],
-        "users": [{"name": "orders-connect", "password": {"env": PASSWORD_ENV}}]}))
+        "users": [{"name": "orders-connect", "password": {"env": PASSWORD_ENV}},
+                  {"name": ARCHIVER, "password": {"env": ARCHIVER_PASSWORD_ENV}}]}))
     connect = {
         "name": "orders-connect", "user": "orders-connect", "rest_port": _free_port(),
         "internal_topics": {"offsets_partitions": 3, "status_partitions": 1},
@@ -144,6 +148,7 @@ def connected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
     os.environ[PG_PASSWORD_ENV] = secrets.token_urlsafe(16)  # read by the workers, as a connector secret
     with ephemeral_cluster(root, "fast", "local", base_dir=base / "clusters") as cluster:
         os.environ[PASSWORD_ENV] = cluster.passwords["orders-connect"]
+        os.environ[ARCHIVER_PASSWORD_ENV] = cluster.passwords[ARCHIVER]
         c = Connected(cluster, root, files, connect)
         up = c.kraftform("up")
         assert up.returncode == 0, up.stdout + up.stderr

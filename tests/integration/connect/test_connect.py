@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from kraftform.kafka.observe import acl_bindings
+
 from ..conftest import unique
-from .conftest import DEBEZIUM, FILE_SINK, FILE_SOURCE, POSTGRES_CONNECTOR, Connected
+from .conftest import ARCHIVER, DEBEZIUM, FILE_SINK, FILE_SOURCE, POSTGRES_CONNECTOR, Connected
 
 pytestmark = pytest.mark.integration
 
@@ -233,3 +235,56 @@ def test_a_stopped_sink_moved_back_by_a_set_file_writes_again_what_lies_between(
     time.sleep(3)  # and nothing more
     again = _lines(connected.files / "archive.txt")[len(before):]
     assert len(again) == replays and set(again) <= set(before), again
+
+
+def test_a_connector_with_its_own_user_reads_as_that_user_and_its_password_stays_out_of_the_rest_api(
+        connected: Connected) -> None:
+    # `other` is granted to the archiver alone: the workers' user may not read it, so records reaching the file
+    # show the sink's consumer logged in as the archiver.
+    connected.connect["connectors"].append(
+        {"name": "own", "class": FILE_SINK, "type": "sink", "topics": [connected.other], "user": ARCHIVER,
+         "config": {"file": str(connected.files / "own.txt")}})
+    connected.write()
+    connected.apply_kafka()
+    granted = {(b.principal, b.operation) for b in acl_bindings(connected.cluster.admin)
+               if b.resource_type == "topic" and b.resource_name == connected.other}
+    assert granted == {(f"User:{ARCHIVER}", "read"), (f"User:{ARCHIVER}", "describe")}, granted
+    password = connected.cluster.passwords[ARCHIVER]
+    planned = connected.kraftform("plan")
+    assert planned.returncode == 2 and "[safe] create connector orders-connect/own" in planned.stdout, planned.stdout
+    applied = connected.kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    logins = connected.dir / "logins"
+    assert (logins / ARCHIVER).read_text() == password and (logins / ARCHIVER).stat().st_mode & 0o077 == 0
+    producer = Producer(connected.cluster.client())
+    for i in range(50):
+        producer.produce(connected.other, value=json.dumps(f"own-{i}"))
+    assert producer.flush(30) == 0
+
+    def arrived(count: int) -> list[str]:
+        deadline = time.monotonic() + 90
+        while len(_lines(connected.files / "own.txt")) < count and time.monotonic() < deadline:
+            time.sleep(1)
+        return _lines(connected.files / "own.txt")
+
+    assert sorted(arrived(50)) == sorted(f"own-{i}" for i in range(50))
+    config = connected.rest("GET", "/connectors/own/config")
+    assert f'username="{ARCHIVER}"' in config["consumer.override.sasl.jaas.config"]
+    assert "${dir:" in config["consumer.override.sasl.jaas.config"]
+    assert password not in json.dumps(config)
+    assert not [log for log in connected.dir.glob("worker-*/worker.log") if password in log.read_text()]
+    assert connected.kraftform("plan").returncode == 0
+    # A login file that is not the user's password (as after a rotation): the plan restarts the connector's tasks,
+    # and they read on with the password rewritten.
+    (logins / ARCHIVER).write_text("not-the-password")
+    planned = connected.kraftform("plan")
+    assert planned.returncode == 2 and "[disruptive] update connector orders-connect/own" in planned.stdout
+    assert f"the password of its user {ARCHIVER!r} changed" in planned.stdout, planned.stdout
+    applied = connected.kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert (logins / ARCHIVER).read_text() == password
+    for i in range(50, 60):
+        producer.produce(connected.other, value=json.dumps(f"own-{i}"))
+    assert producer.flush(30) == 0
+    assert sorted(set(arrived(60))) == sorted(f"own-{i}" for i in range(60))
+    assert connected.kraftform("plan").returncode == 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from kraftform.plan.changes import Action, ConnectorWork, Safety
-from kraftform.plan.connectors import LiveConnector, connector_changes, declared_as_live
+from kraftform.plan.connectors import LiveConnector, Logins, connector_changes, declared_as_live, shown
 from kraftform.specset.model import ConnectorSpec, EnvSecret
 
 SINK = ConnectorSpec("archive", "org.apache.kafka.connect.file.FileStreamSinkConnector", "sink", ("orders.v1",),
@@ -66,3 +66,31 @@ def test_a_failed_task_is_restarted_in_a_plan_but_is_no_change_between_revisions
     assert restart.payload == ConnectorWork("restart", None, None)
     assert "task 0: org.apache.kafka.common.errors.X: no" in restart.reason
     assert connector_changes("c", (SINK,), {"archive": declared_as_live(SINK)}, subject="diff") == []
+
+
+def test_a_changed_password_of_a_connectors_own_user_restarts_its_tasks_and_shows_no_secret() -> None:
+    own = dataclasses.replace(SINK, user="archiver")
+    logins = Logins("/s/logins", stale=frozenset({"archiver"}))
+    live = LiveConnector(own.name, own.rest_config("/s/logins"), "running", ((0, "running", ""),))
+    assert connector_changes("c", (own,), {"archive": live}, logins=Logins("/s/logins")) == []
+    [relogin] = connector_changes("c", (own,), {"archive": live}, logins=logins)
+    assert (relogin.safety, relogin.key, relogin.payload) == (Safety.DISRUPTIVE, "login",
+                                                               ConnectorWork("relogin", None, None))
+    # Stopped, its tasks read the new password when they start: nothing to restart.
+    [written] = connector_changes("c", (dataclasses.replace(own, state="stopped"),),
+                                  {"archive": dataclasses.replace(live, state="stopped", tasks=())}, logins=logins)
+    assert (written.safety, written.payload) == (Safety.SAFE, ConnectorWork("login", None, None))
+    # Another user is a config change (which restarts the tasks): no second restart, and the login is shown,
+    # its password a reference.
+    other = dataclasses.replace(own, user="archiver-2")
+    changes = connector_changes("c", (other,), {"archive": live}, logins=Logins("/s/logins", frozenset({"archiver-2"})))
+    assert {c.payload.operation for c in changes if isinstance(c.payload, ConnectorWork)} == {"config"}
+    jaas = next(c for c in changes if c.key == "consumer.override.sasl.jaas.config")
+    assert jaas.desired is not None and 'username="archiver-2"' in jaas.desired
+    assert '${dir:/s/logins:archiver-2}' in jaas.desired
+
+
+def test_a_login_with_a_literal_password_is_hidden() -> None:
+    assert shown("sasl.jaas.config", 'X required username="u" password="hunter2";') == "(hidden)"
+    assert shown("sasl.jaas.config", 'X required username="u" password="${dir:/l:u}";') is not None
+    assert "hunter2" not in str(shown("sasl.jaas.config", 'X password="${env:A}" y password="hunter2";'))

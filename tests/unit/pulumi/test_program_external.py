@@ -11,6 +11,9 @@ import pulumi
 import pytest
 import yaml
 
+from kraftform.declared import load_specs
+from kraftform.plan.export import password_env
+
 from ...conftest import EXAMPLE_SPECS, REPO
 from .mocks import SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, built_stack, pulumi_test, start
 
@@ -74,9 +77,13 @@ def test_prod_topics_and_principals_are_protected(stack: tuple[Mocks, dict[str, 
     ({"ca_path": "/nonexistent/ca.pem"}, "kraftform:caPath: /nonexistent/ca.pem is not a file"),
     ({"deploy_consumers": True, "ca_path": None}, "kraftform:deployConsumers in external mode needs kraftform:caPath"),
 ])
-def test_missing_connection_settings_are_named(tmp_path: Path, changes: dict[str, Any], message: str) -> None:
+def test_missing_connection_settings_are_named(tmp_path: Path, changes: dict[str, Any], message: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from kraftform.pulumi.program import build
 
+    # The users' passwords set, as `stack` sets them: this test runs without it too (`-k connection`).
+    for user in load_specs(EXAMPLE_SPECS).users:
+        monkeypatch.setenv(password_env(user.name), f"secret-of-{user.name}")
     start("prod-broken")
     with pytest.raises(pulumi.RunError, match=message):
         build(prod_config(tmp_path, **changes))

@@ -99,6 +99,15 @@ def test_a_connectors_rest_config_carries_its_fields_and_secret_references_only(
      "internal topics, REST and plugins follow from the specs)"),
     ("      - name: orders-import\n", "      - name: orders-archive\n",
      "duplicate connector 'orders-archive' (first declared at "),
+    ("        type: sink\n", "        type: sink\n        user: nobody\n",
+     "connector 'orders-archive': user 'nobody' is not a declared SCRAM user (its clients log in as it); declare "
+     "it under `users`"),
+    ("config: {file: /var/archive/orders.txt}",
+     "config: {file: /x, consumer.override.sasl.jaas.config: {env: JAAS}}",
+     "connector 'orders-archive': 'consumer.override.sasl.jaas.config' is kraftform's: a connector's clients log in "
+     "as the workers' user, or as the connector's own `user`"),
+    ("config: {file: /var/archive/orders.txt}", "config: {file: /x, producer.override.security.protocol: PLAINTEXT}",
+     "connector 'orders-archive': 'producer.override.security.protocol' is kraftform's"),
 ])
 def test_a_wrong_reference_is_refused_at_its_line(specs_copy: SpecsCopy, old: str, new: str,
                                                   message: str) -> None:
@@ -147,3 +156,49 @@ def test_size_counts_the_workers_and_their_tasks(specs_copy: SpecsCopy) -> None:
     assert ("Connect cluster 'orders-connect' has 3 workers for 1 running task(s): 2 stay idle (they take over "
             "when a worker fails)") in report.warnings
     assert "Connect workers beside the brokers: 3 JVM(s), 768 MiB of heap in all" in render_sizing(report)
+
+
+OWN_USER = CONNECT.replace("""    password: {env: KRAFTFORM_PASSWORD_ORDERS_CONNECT}
+""", """    password: {env: KRAFTFORM_PASSWORD_ORDERS_CONNECT}
+  - name: orders-archiver
+    password: {file: /run/secrets/orders-archiver}
+    mechanism: SCRAM-SHA-256
+""").replace("""        type: sink
+""", """        type: sink
+        user: orders-archiver
+""")
+
+
+def test_a_connector_with_its_own_user_gets_the_grants_and_logs_in_as_it(specs_copy: SpecsCopy) -> None:
+    loaded = load_specs(with_connect(specs_copy(), OWN_USER))
+    grants = {(b.principal, b.resource_type, b.resource_name, b.operation) for b in loaded.acl_bindings()
+              if "orders-archive" in b.resource_name or b.resource_name == "orders.created.v1"}
+    # The sink's topic and group go to its own user; the workers' user is granted none of them.
+    assert grants == {("User:orders-archiver", "group", "connect-orders-archive", "read"),
+                      ("User:orders-archiver", "group", "connect-orders-archive", "delete"),
+                      ("User:orders-archiver", "topic", "orders.created.v1", "read"),
+                      ("User:orders-archiver", "topic", "orders.created.v1", "describe")}
+    [connect] = loaded.connect
+    sink = next(c for c in connect.connectors if c.name == "orders-archive")
+    assert connect.connector_users == ("orders-archiver",)
+    config = sink.rest_config("/state/connect/orders-connect/logins")
+    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="orders-archiver" '
+            'password="${dir:/state/connect/orders-connect/logins:orders-archiver}";')
+    for client in ("producer", "consumer", "admin"):
+        assert config[f"{client}.override.sasl.jaas.config"] == jaas
+        assert config[f"{client}.override.sasl.mechanism"] == "SCRAM-SHA-256"
+    # A connector without a user keeps the workers' login: no override at all.
+    source = next(c for c in connect.connectors if c.name == "orders-import")
+    assert not [k for k in source.rest_config("/x") if ".override." in k]
+
+
+def test_workers_allow_a_login_override_and_read_logins_from_their_directory_only() -> None:
+    from kraftform.cluster.connect import WorkerFiles, worker_properties
+    from kraftform.specset.model import ConnectSpec
+
+    files = WorkerFiles("/w", "/w/rest.p12", "/w/trust.p12", "/w/jaas.conf", "/w/users", "/c/logins")
+    props = worker_properties(ConnectSpec("c", "c"), 0, "127.0.0.1", {"bootstrap.servers": "b:9093"}, files, "pw", ())
+    assert props["connector.client.config.override.policy"] == "Principal"
+    assert props["config.providers"] == "env,dir"
+    assert props["config.providers.dir.class"] == "org.apache.kafka.common.config.provider.DirectoryConfigProvider"
+    assert props["config.providers.dir.param.allowed.paths"] == "/c/logins"

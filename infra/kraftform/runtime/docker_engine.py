@@ -171,7 +171,8 @@ class DockerRuntime:
             if busy:
                 raise UsageError(_ports_taken(cluster.name, busy))
             records = [dep.started(r, cluster.kafka_version, r.node.name) for r in render_in_containers(topo, secrets)]
-            with self._undone_on_failure(client, specs):
+            network_there = bool(client.networks.list(names=[specs[0].network]))  # Pulumi's own resource
+            with self._undone_on_failure(client, specs, remove_network=not network_there):
                 dep.save_secrets(self.state_dir, secrets)
                 self._network(client, specs[0].network, cluster.name)
                 for spec, record in zip(specs, records, strict=True):
@@ -190,10 +191,11 @@ class DockerRuntime:
                             self.last_error, self.restart_node)
 
     @contextlib.contextmanager
-    def _undone_on_failure(self, client: docker.DockerClient, specs: tuple[ContainerSpec, ...]) -> Iterator[None]:
-        """A first start that fails takes back what it made (containers, their empty volumes, the network, the
-        secrets), so the state directory and Docker are as before it and the next `up` starts afresh instead of
-        refusing its own volumes as another cluster's."""
+    def _undone_on_failure(self, client: docker.DockerClient, specs: tuple[ContainerSpec, ...],
+                           remove_network: bool) -> Iterator[None]:
+        """A first start that fails takes back what it made (containers, their empty volumes, the network if it
+        made it, the secrets), so the state directory and Docker are as before it and the next `up` starts afresh
+        instead of refusing its own volumes as another cluster's."""
         try:
             yield
         except BaseException:
@@ -202,7 +204,7 @@ class DockerRuntime:
                     remove_if_present(client, spec.name)
                     with contextlib.suppress(NotFound):
                         client.volumes.get(spec.volume).remove(force=True)
-                for network in client.networks.list(names=[specs[0].network]):
+                for network in client.networks.list(names=[specs[0].network]) if remove_network else []:
                     network.remove()
             (self.state_dir / dep.SECRETS_FILE).unlink(missing_ok=True)
             raise

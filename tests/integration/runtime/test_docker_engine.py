@@ -14,7 +14,7 @@ import pytest
 import yaml
 from docker.errors import ImageNotFound
 
-from kraftform.cluster.containers import metrics_host_port
+from kraftform.cluster.containers import metrics_host_port, network_name
 from kraftform.cluster.topology import CONTROLLER_ID_BASE
 from kraftform.declared import load_specs
 from kraftform.runtime.deployment import SECRETS_FILE, STATE_FILE
@@ -95,6 +95,13 @@ def test_a_first_start_that_fails_takes_back_what_it_made(tmp_path: Path) -> Non
         runtime.up(load_specs(specs).cluster, timeout=60)
     assert not (state / SECRETS_FILE).exists() and not (state / STATE_FILE).exists()
     assert _left_in_docker("kfundo") == []
-    # And the next start is a fresh one, not a refusal of its own volumes as another cluster's.
-    with pytest.raises(ImageNotFound):
-        runtime.up(load_specs(specs).cluster, timeout=60)
+    # And the next start is a fresh one, not a refusal of its own volumes as another cluster's; a network it did
+    # not make (`pulumi up`'s own resource) stays.
+    network = docker_client().networks.create(network_name("kfundo"), driver="bridge",
+                                              labels={"dev.kraftform.cluster": "kfundo"})
+    try:
+        with pytest.raises(ImageNotFound):
+            runtime.up(load_specs(specs).cluster, timeout=60)
+        assert _left_in_docker("kfundo") == [network.name]
+    finally:
+        network.remove()

@@ -8,6 +8,7 @@ gets outputs and inputs, Delete gets the outputs. The host unpickles each provid
 from __future__ import annotations
 
 import shutil
+import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -18,11 +19,14 @@ import pytest
 from pulumi.runtime import proto
 
 from kraftform.cluster.connection import read_connection
+from kraftform.cluster.containers import in_containers
+from kraftform.cluster.render import secrets_from_dict
 from kraftform.declared import load_specs
 from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
 from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
 from kraftform.pulumi.consumers import ConsumerStateProvider, state_inputs
+from kraftform.pulumi.nodes import ClusterNodesProvider, node_inputs, nodes_props
 from kraftform.pulumi.providers import (
     AccessProvider,
     BrokerSettingsProvider,
@@ -78,6 +82,20 @@ def test_cluster_secrets_are_made_once_and_a_second_run_changes_nothing(host: Pr
     assert outputs["admin_password"] and len(outputs["node_keys"]) == 6
     again, _ = host.check(provider, "platform-secrets", inputs, secrets_inputs(spec, None))
     assert host.diff(provider, "platform-secrets", id_, outputs, again).changes == proto.DiffResponse.DIFF_NONE
+
+
+def test_a_user_error_reaches_the_engine_as_its_sentence_alone(host: ProviderHost) -> None:
+    """`pulumi up` prints what the provider host sends: a user error's sentence, not a Python traceback."""
+    spec = replace(load_specs(EXAMPLE_SPECS).cluster, name=f"gone{uuid.uuid4().hex[:8]}")
+    inputs, _ = host.check(ClusterSecretsProvider(), "secrets", {}, secrets_inputs(spec, None))
+    _, secrets = host.create(ClusterSecretsProvider(), "secrets", inputs)
+    plain = replace(in_containers(spec), features={})
+    props = nodes_props(plain, "kraftform/kafka:none", secrets, node_inputs(plain, secrets_from_dict(secrets)))
+    with pytest.raises(grpc.RpcError) as refused:
+        host.update(ClusterNodesProvider(), "nodes", spec.name, props, props)
+    details = str(refused.value.details())
+    assert details.startswith(f"no node container of cluster {spec.name} is on this Docker engine"), details
+    assert "Traceback" not in details
 
 
 def topic_set(cluster: LiveCluster, **topics: dict[str, Any]) -> dict[str, Any]:
@@ -331,8 +349,8 @@ def test_feature_levels_are_set_through_the_engine_calls_and_a_move_kafka_refuse
         assert refreshed["levels"] == {elr: 0}
         with pytest.raises(grpc.RpcError) as refused:
             host.update(provider, "features", id_, outputs, {**inputs, "levels": {elr: 0, "kraft.version": 0}})
-        assert "Kafka refuses kraft.version 1 -> 0: Invalid update version 0 for feature kraft.version" in \
-            str(refused.value)
+        assert str(refused.value.details()).startswith(
+            "Kafka refuses kraft.version 1 -> 0: Invalid update version 0 for feature kraft.version")
     finally:
         outputs = host.update(provider, "features", id_, outputs, {**inputs, "levels": {elr: 1}})
         host.delete(provider, "features", id_, outputs)

@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftform.cli.reconcile_commands import confirmed, reviewed_move
 from kraftform.cli.spec_commands import DEFAULT_SPECS
@@ -20,6 +20,10 @@ from kraftform.errors import PlanRefusedError, UsageError
 from kraftform.plan.changes import Plan, Safety
 from kraftform.plan.render import RENDERERS, render_text, summary
 from kraftform.specset.model import ConnectSpec, SpecSet
+
+if TYPE_CHECKING:
+    from kraftform.connect.rest import ConnectRest
+    from kraftform.runtime.connect import ConnectWorkers
 
 STATE_HELP = "the state directory of a local cluster `kraftform cluster up` started (the workers run beside it)"
 
@@ -106,8 +110,12 @@ def cmd_down(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plans(args: argparse.Namespace) -> list[tuple[Any, Any, Plan]]:
-    """Each chosen Connect cluster's workers, REST client and plan."""
+Planned = list[tuple["ConnectWorkers", "ConnectRest", Plan]]
+
+
+def _plans(args: argparse.Namespace) -> tuple[dict[str, str | None], Planned]:
+    """The declared users' passwords (None where not set), and each chosen Connect cluster's workers, REST client
+    and plan."""
     from kraftform.connect.reconcile import plan_connect
     from kraftform.kafka.credentials import passwords
     from kraftform.kafka.observe import acl_bindings
@@ -122,16 +130,16 @@ def _plans(args: argparse.Namespace) -> list[tuple[Any, Any, Plan]]:
         workers = ConnectWorkers(args.state_dir, spec)
         rest = workers.rest()
         out.append((workers, rest, plan_connect(rest, spec, granted, workers.logins(found))))
-    return out
+    return found, out
 
 
-def _joined(plans: list[tuple[Any, Any, Plan]]) -> Plan:
+def _joined(plans: Planned) -> Plan:
     return Plan(Plan.of([c for _, _, p in plans for c in p.changes]).changes,
                 problems=tuple(p for _, _, plan in plans for p in plan.problems))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    plan = _joined(_plans(args))
+    plan = _joined(_plans(args)[1])
     sys.stdout.write(RENDERERS[args.format](plan))
     if plan.problems:
         return 1
@@ -140,9 +148,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     from kraftform.connect.reconcile import apply_connect
-    from kraftform.kafka.credentials import passwords
 
-    plans = _plans(args)
+    found, plans = _plans(args)
     plan = _joined(plans)
     sys.stdout.write(render_text(plan))
     if plan.problems:
@@ -155,7 +162,6 @@ def cmd_apply(args: argparse.Namespace) -> int:
                                f"applied")
     if not confirmed(plan, args.auto_approve):
         return 1
-    found = passwords(load_specs(args.specs_dir).users)
     for workers, rest, one in plans:
         workers.write_logins(found)
         apply_connect(rest, workers.spec, one, _progress)

@@ -85,6 +85,7 @@ def connector_changes(cluster: str, declared: tuple[ConnectorSpec, ...], live: M
                                   f"task{'s' if c.tasks_max > 1 else ''}, {c.state})",
                                   desired=c.state, payload=ConnectorWork("create", config, c.state)))
             continue
+        before = len(changes)
         for key in sorted(set(config) | set(have.config)):
             old, new = have.config.get(key), config.get(key)
             if old == new:
@@ -95,16 +96,15 @@ def connector_changes(cluster: str, declared: tuple[ConnectorSpec, ...], live: M
                 identity or "its tasks restart with the new config", key, shown(key, old), shown(key, new),
                 payload=ConnectorWork("config", config, None)))
         state = have.state
-        reconfigured = any(ch.resource == resource for ch in changes)
-        if c.user in logins.stale and not reconfigured and state == STOPPED:
-            changes.append(Change(Action.UPDATE, Kind.CONNECTOR, resource, Safety.SAFE,
-                                  f"the password of its user {c.user!r} changed: its tasks read the new one when "
-                                  f"they start", "login", payload=ConnectorWork("login", None, None)))
-        elif c.user in logins.stale and not reconfigured:
-            # A config PUT restarts the tasks anyway; otherwise they hold the password they started with.
-            changes.append(Change(Action.UPDATE, Kind.CONNECTOR, resource, Safety.DISRUPTIVE,
-                                  f"the password of its user {c.user!r} changed: its tasks restart to log in with "
-                                  f"the new one", "login", payload=ConnectorWork("relogin", None, None)))
+        if c.user in logins.stale and len(changes) == before:
+            # A config PUT restarts the tasks anyway; otherwise they hold the password they started with (a stopped
+            # connector has none: they read the new one when they start).
+            stopped = state == STOPPED
+            changes.append(Change(
+                Action.UPDATE, Kind.CONNECTOR, resource, Safety.SAFE if stopped else Safety.DISRUPTIVE,
+                f"the password of its user {c.user!r} changed: its tasks "
+                + ("read the new one when they start" if stopped else "restart to log in with the new one"),
+                "login", payload=ConnectorWork("login" if stopped else "relogin", None, None)))
         if subject == "plan" and c.state == RUNNING and (state == FAILED or have.failed_tasks):
             failed = ", ".join(f"task {t[0]}: {t[2]}" for t in have.failed_tasks) or "the connector failed"
             changes.append(Change(Action.UPDATE, Kind.CONNECTOR, resource, Safety.DISRUPTIVE,

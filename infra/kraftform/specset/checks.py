@@ -339,16 +339,16 @@ def check_connect(s: SpecSet) -> Iterator[Problem]:
         yield from _duplicates(c.plugins, lambda p: p.name, lambda p: p.location, "plugin")
         yield from _duplicates(c.connectors, lambda k: k.name, lambda k: k.location, "connector")
         for k in c.connectors:
-            yield from _connector_problems(s, k)
+            yield from _connector_problems(s, k, users)
 
 
-def _connector_problems(s: SpecSet, k: ConnectorSpec) -> Iterator[Problem]:
+def _connector_problems(s: SpecSet, k: ConnectorSpec, users: set[str]) -> Iterator[Problem]:
     named = f"connector {k.name!r}"
     for topic in k.topics:
         if s.topic(topic) is None:
             yield Problem(k.location, f"{named}: topic {topic!r} is not declared (its ACLs are derived from "
                                       f"the declared topics it {'reads' if k.type == 'sink' else 'writes'})")
-    if k.user is not None and k.user not in {u.name for u in s.users}:
+    if k.user is not None and k.user not in users:
         yield Problem(k.location, f"{named}: user {k.user!r} is not a declared SCRAM user (its clients log in as "
                                   f"it); declare it under `users`")
     for key, value in k.config.items():

@@ -82,19 +82,25 @@ def clear_leftovers(client: Any, cluster_name: str) -> None:
         network.remove()
 
 
+def fixture_specs(specs: Path, **cluster: Any) -> dict[str, Any]:
+    """The test fixture's cluster section with `cluster`'s fields over it, written to `specs`/cluster.yaml, its
+    published ports its own: free now and below the kernel's client ports (a fixed 39092 once met a client
+    connection on 39494, one of its metrics ports). Returns the document written."""
+    specs.mkdir()
+    doc = yaml.safe_load(FIXTURE.read_text())
+    doc["cluster"] |= cluster
+    (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
+    doc["cluster"]["security"]["external_listener"]["base_port"] = free_base_port(load_specs(specs).cluster)
+    (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
+    return dict(doc)
+
+
 @contextlib.contextmanager
 def own_cluster(base: Path, runtime_name: str, **cluster: Any) -> Iterator[Day2]:
     """A cluster of the test fixture's shape with `cluster`'s fields over it, in specs and a state directory of its
     own under `base`; purged at the end."""
     specs = base / "specs"
-    specs.mkdir()
-    doc = yaml.safe_load(FIXTURE.read_text())
-    doc["cluster"] |= cluster
-    (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
-    # Published ports of its own, free now and below the kernel's client ports (a fixed 39092 once met a client
-    # connection on 39494, one of its metrics ports).
-    doc["cluster"]["security"]["external_listener"]["base_port"] = free_base_port(load_specs(specs).cluster)
-    (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
+    doc = fixture_specs(specs, **cluster)
     if runtime_name == "docker":
         from kraftform.runtime.engine import docker_client
         from kraftform.runtime.images import build_kafka

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from docker.errors import ImageNotFound
 
 from kraftform.cluster.containers import metrics_host_port, network_name
@@ -20,10 +19,9 @@ from kraftform.declared import load_specs
 from kraftform.runtime.deployment import SECRETS_FILE, STATE_FILE
 from kraftform.runtime.docker_engine import DockerRuntime
 from kraftform.runtime.engine import docker_client
-from kraftform.testing.cluster import free_base_port
 
 from ..conftest import Clusters
-from .conftest import FIXTURE
+from .conftest import fixture_specs
 
 
 def test_docker_reports_every_node_healthy_and_the_check_can_fail(clusters: Clusters) -> None:
@@ -48,18 +46,6 @@ def test_docker_reports_every_node_healthy_and_the_check_can_fail(clusters: Clus
     assert result.exit_code == 1, result.output
 
 
-def _cluster_specs(tmp_path: Path, name: str) -> tuple[Path, int]:
-    doc = yaml.safe_load(FIXTURE.read_text())
-    doc["cluster"]["name"] = name
-    specs = tmp_path / "specs"
-    specs.mkdir()
-    (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
-    base = free_base_port(load_specs(specs).cluster)
-    doc["cluster"]["security"]["external_listener"]["base_port"] = base
-    (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
-    return specs, base
-
-
 def _left_in_docker(name: str) -> list[str]:
     client = docker_client()
     label = f"dev.kraftform.cluster={name}"
@@ -69,7 +55,8 @@ def _left_in_docker(name: str) -> list[str]:
 
 
 def test_a_published_port_already_taken_is_refused_before_anything_is_made(tmp_path: Path) -> None:
-    specs, base = _cluster_specs(tmp_path, "kfport")
+    specs = tmp_path / "specs"
+    base = fixture_specs(specs, name="kfport")["cluster"]["security"]["external_listener"]["base_port"]
     state = tmp_path / "state"
     # A metrics port, the way CI met it: not the first port, and taken by someone else's socket.
     metrics_port = base + metrics_host_port(0, CONTROLLER_ID_BASE + 1)
@@ -88,7 +75,8 @@ def test_a_published_port_already_taken_is_refused_before_anything_is_made(tmp_p
 
 
 def test_a_first_start_that_fails_takes_back_what_it_made(tmp_path: Path) -> None:
-    specs, _ = _cluster_specs(tmp_path, "kfundo")
+    specs = tmp_path / "specs"
+    fixture_specs(specs, name="kfundo")
     state = tmp_path / "state"
     runtime = DockerRuntime(state, image="kraftform-no-such-image:0")
     with pytest.raises(ImageNotFound):

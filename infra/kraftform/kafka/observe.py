@@ -13,6 +13,7 @@ value the topic will fall back to.
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -254,6 +255,9 @@ def _quotas_and_features(connection: Connection, admin: Admin, features: Mapping
 
 #: How long a read through kafka-python is tried again when its broker drops the connection.
 PY_READ_RETRY_S = 30.0
+#: How long after its start an observation that failed once the cluster had answered is made again: a stopping
+#: broker leaves the metadata within a session timeout (9 s by default), a request waiting on it times out in 30.
+LEAVING_S = 45.0
 
 
 def _quotas_and_features_retried(connection: Connection, admin: Admin, features: Mapping[str, int]
@@ -290,11 +294,33 @@ def observe(connection: Connection, topics_only: Collection[str] | None = None,
     (the rest are seen with no settings: a plan leaves them alone); all by default. `known_topics`: topics among
     those whose settings are asked for at once, beside the metadata read (the declared ones)."""
     admin = admin or Admin(connection)  # a caller's client, already logged in, saves a TLS+SCRAM session
-    admin.requests["DescribeCluster"] += 1
-    # First, alone: it is the login, and a client config that cannot work fails here within seconds, with its
-    # cause, before any other request waits out its timeout.
-    cluster = admin.wait(admin.client.describe_cluster(request_timeout=TIMEOUT), "describe the cluster")
-    brokers = {node.id: node.rack for node in cluster.nodes}
+    started = time.monotonic()
+    while True:
+        admin.requests["DescribeCluster"] += 1
+        # First, alone: it is the login, and a client config that cannot work fails here within seconds, with its
+        # cause, before any other request waits out its timeout.
+        cluster = admin.wait(admin.client.describe_cluster(request_timeout=TIMEOUT), "describe the cluster")
+        brokers = {node.id: node.rack for node in cluster.nodes}
+        try:
+            return _observe_brokers(connection, admin, brokers, topics_only, broker_keys, features, groups,
+                                    topic_configs_of, known_topics)
+        except AuthenticationFailed:
+            raise
+        except ConnectionFailed:
+            # The cluster answered, then a read failed: a broker is leaving (stopping in a roll, or killed) and
+            # stays in the metadata until its controlled shutdown or its session ends, refusing connections
+            # (librdkafka may even wait on it as "the controller"). Read again, with a new client's metadata.
+            if time.monotonic() - started > LEAVING_S:
+                raise
+            time.sleep(1.0)
+            admin = Admin(connection, admin.requests)
+
+
+def _observe_brokers(connection: Connection, admin: Admin, brokers: dict[int, str | None],
+                     topics_only: Collection[str] | None, broker_keys: Collection[str],
+                     features: Mapping[str, int] | None, groups: Collection[str],
+                     topic_configs_of: Callable[[str], bool] | None, known_topics: Collection[str]) -> Observation:
+    """`observe` once the cluster has answered with its brokers."""
     if topics_only is not None:
         topics, defaults = _topics(admin, topics_only, topic_configs_of)
         return Observation(ClusterState(topics=topics, topic_defaults=defaults, brokers=brokers), admin.requests)

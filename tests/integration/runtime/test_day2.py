@@ -19,12 +19,16 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from typing import cast
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
+from kraftform.kafka.health import wait_healthy
+from kraftform.kafka.observe import observe
 from kraftform.runtime.deployment import admin_config, load
+from kraftform.runtime.local import LocalRuntime
 from kraftform.runtime.tools import CONFIGS, VERIFIABLE_PRODUCER, kafka_tool_command, run_kafka_tool
 from kraftform.verification.toolout import ProducerLog, events
 
@@ -174,6 +178,26 @@ def test_a_node_that_cannot_start_halts_the_roll_and_the_others_keep_running(day
     day2.edit(broker_config={"num.replica.fetchers": "2", "log.retention.check.interval.ms": "600000"})
     done = day2.kraftform("plan")
     assert done.returncode == 0, done.stdout
+
+
+@LOCAL
+def test_a_broker_that_dies_while_the_cluster_is_read_is_left_out_once_it_leaves_not_a_failure(day2: Day2) -> None:
+    """A broker stays in the metadata until its session ends, refusing connections meanwhile (a roll's broker
+    stopping, one an interrupted apply left stopping): reading every broker's settings waits until it has left
+    (CI once failed an apply on "cannot describe the settings of broker 1 ... Broker transport failure")."""
+    nodes = cast(LocalRuntime, day2.runtime)
+    broker = next(r for r in load(day2.state).nodes if r.roles == ["broker"])
+    nodes.kill_node(broker.name)
+    try:
+        observed = observe(admin_config(day2.state), broker_keys=("num.replica.fetchers",))
+        assert broker.node_id not in observed.state.brokers
+        assert broker.node_id not in observed.state.broker_settings and observed.state.broker_settings
+        assert observed.requests["DescribeCluster"] >= 2  # read again after the failure
+    finally:
+        nodes.start_node(broker.name)
+    brokers = {r.node_id: r.name for r in load(day2.state).nodes if "broker" in r.roles}
+    wait_healthy(admin_config(day2.state), brokers, timeout=180)
+    assert day2.kraftform("plan").returncode == 0
 
 
 @BOTH

@@ -17,6 +17,7 @@ from kraftform.cli import (
     consumer_commands,
     group_commands,
     monitoring_commands,
+    postgres_commands,
     reconcile_commands,
     secret_commands,
     spec_commands,
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     monitoring_commands.register(sub)
     group_commands.register(sub)
     connect_commands.register(sub)
+    postgres_commands.register(sub)
     verify_commands.register(sub)
     # `verify` runs other commands in its own process, as a user would run them; handing it this entry point
     # keeps the command modules from importing their own package.

@@ -18,7 +18,7 @@ from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.declared import load_specs
 from kraftform.errors import UsageError
 from kraftform.kafka.credentials import read_secret
-from kraftform.specset.model import UserSpec
+from kraftform.specset.model import EnvSecret, SpecSet, UserSpec
 from kraftform.statefiles import PRIVATE, write_atomic
 
 WHERE = {"env": "environment variable", "file": "file", "pulumi_config": "Pulumi config secret"}
@@ -52,17 +52,33 @@ def _env_users(users: tuple[UserSpec, ...]) -> list[UserSpec]:
     return [u for u in users if u.password.source == "env"]
 
 
+def _connector_secrets(specs: SpecSet) -> list[dict[str, Any]]:
+    """The connectors' settings read from the workers' environment (`{env: NAME}`): a database password is as
+    much a secret the specs need as a user's."""
+    return [{"connector": c.name, "connect": k.name, "key": key, "source": "env", "name": value.name,
+             "set": bool(os.environ.get(value.name))}
+            for k in specs.connect for c in k.connectors for key, value in sorted(c.config.items())
+            if isinstance(value, EnvSecret)]
+
+
+def _env_names(specs: SpecSet) -> list[str]:
+    """Every environment variable the specs read a secret from, each once, in the order the specs name them."""
+    names = [u.password.name for u in _env_users(specs.users)] + [r["name"] for r in _connector_secrets(specs)]
+    return list(dict.fromkeys(names))
+
+
 def cmd_passwords(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs_dir)
     if args.example_env:
-        return _example_env(args.example_env, _env_users(specs.users))
+        return _example_env(args.example_env, _env_names(specs))
     if (args.from_json_env is None) != (args.github_env is None):
         raise UsageError("--from-json-env and --github-env go together")
     if args.github_env:
-        return _github_env(args.from_json_env, args.github_env, _env_users(specs.users))
+        return _github_env(args.from_json_env, args.github_env, _env_names(specs))
     rows: list[dict[str, Any]] = [{"user": u.name, "source": u.password.source, "name": u.password.name,
              "set": u.password.source == "pulumi_config" or read_secret(u.password) is not None}
             for u in specs.users]
+    rows += _connector_secrets(specs)
     if args.format == "json":
         print(json.dumps(rows, indent=2))
     else:
@@ -70,15 +86,17 @@ def cmd_passwords(args: argparse.Namespace) -> int:
             state = "set" if row["set"] else "MISSING"
             if row["source"] == "pulumi_config":
                 state = "read by Pulumi (pulumi config set --secret)"
-            print(f"{row['user']}: {WHERE[row['source']]} {row['name']}: {state}")
-    missing = [f"{r['name']} (user {r['user']})" for r in rows if not r["set"]]
+            owner = row["user"] if "user" in row else f"connector {row['connector']} {row['key']}"
+            print(f"{owner}: {WHERE[row['source']]} {row['name']}: {state}")
+    missing = [f"{r['name']} ({'user ' + r['user'] if 'user' in r else 'connector ' + r['connector']})"
+               for r in rows if not r["set"]]
     if missing:
         print(f"kraftform: error: {len(missing)} password(s) not set: {', '.join(missing)}", file=sys.stderr)
         return 1
     return 0
 
 
-def _github_env(var: str, target: Path, users: list[UserSpec]) -> int:
+def _github_env(var: str, target: Path, names: list[str]) -> int:
     """Append each password to a GitHub Actions environment file in its multi-line form (NAME<<DELIMITER),
     with a random delimiter, so a value can never end the entry early."""
     try:
@@ -87,31 +105,31 @@ def _github_env(var: str, target: Path, users: list[UserSpec]) -> int:
         raise UsageError(f"--from-json-env {var}: not a JSON object ({exc.msg})") from None
     if not isinstance(given, dict):
         raise UsageError(f"--from-json-env {var}: not a JSON object")
-    missing = [u.password.name for u in users if not given.get(u.password.name)]
+    missing = [name for name in names if not given.get(name)]
     if missing:
         raise UsageError(f"{var} lacks the password(s) the specs read: {', '.join(missing)} "
                          f"(add them as secrets of the same name)")
     lines = []
-    for user in users:
+    for name in names:
         delimiter = f"kraftform_{secrets.token_hex(8)}"
-        lines += [f"{user.password.name}<<{delimiter}", str(given[user.password.name]), delimiter]
+        lines += [f"{name}<<{delimiter}", str(given[name]), delimiter]
     with open(target, "a", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
-    print(f"exported {len(users)} password(s): {', '.join(u.password.name for u in users)}")
+    print(f"exported {len(names)} password(s): {', '.join(names)}")
     return 0
 
 
-def _example_env(target: Path, users: list[UserSpec]) -> int:
+def _example_env(target: Path, names: list[str]) -> int:
     kept: dict[str, str] = {}
     if target.is_file():
         for line in target.read_text(encoding="utf-8").splitlines():
             name, _, value = line.removeprefix("export ").partition("=")
             if value:
                 kept[name] = value
-    new = [u.password.name for u in users if u.password.name not in kept]
+    new = [name for name in names if name not in kept]
     made = {name: secrets.token_urlsafe(18) for name in new}
     write_atomic(target, "".join(f"export {name}={value}\n" for name, value in {**kept, **made}.items()), PRIVATE)
-    print(f"{target}: {len(users)} password(s), {len(new)} new")
+    print(f"{target}: {len(names)} password(s), {len(new)} new")
     return 0
 
 

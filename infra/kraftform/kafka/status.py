@@ -38,8 +38,10 @@ def declared_share_groups(specs: SpecSet) -> tuple[str, ...]:
 
 def declared_groups(specs: SpecSet) -> tuple[str, ...]:
     """Consumer groups the specs name: every literal group an ACL grants (a prefix names no group), but share
-    groups (`declared_share_groups`)."""
-    return tuple(sorted(named_groups(specs.acls) - set(declared_share_groups(specs))))
+    groups (`declared_share_groups`) and the Connect clusters' worker groups (they commit no offsets: their
+    connectors' are `kraftform connect status`'s)."""
+    workers = {k.name for k in specs.connect}
+    return tuple(sorted(named_groups(specs.acls) - set(declared_share_groups(specs)) - workers))
 
 
 #: Seconds each request may take: a probe answers within seconds even when a broker has just died and a request

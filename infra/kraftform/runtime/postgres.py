@@ -7,6 +7,7 @@ user Debian's package creates, and its directory lives outside root-only places 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftform.errors import EnvironmentMissing, KafkaRequestFailed
+from kraftform.statefiles import read_json, write_atomic
 
 #: Debian installs each major version's server under here; the newest is used.
 PG_ROOT = Path("/usr/lib/postgresql")
@@ -100,3 +102,23 @@ class LocalPostgres:
         if self.data.is_dir():
             self._run(pg_tool("pg_ctl"), "-D", str(self.data), "-m", "fast", "stop")
         shutil.rmtree(self.home, ignore_errors=True)
+
+
+#: Where `kraftform postgres up` records the server it started beside a cluster (never its password).
+STATE_FILE = "postgres.json"
+
+
+def record(state_dir: Path, server: LocalPostgres, database: str, role: str) -> None:
+    write_atomic(state_dir / STATE_FILE, json.dumps({"host": server.host, "port": server.port,
+                                                      "home": str(server.home), "database": database,
+                                                      "role": role}, indent=2) + "\n")
+
+
+def recorded(state_dir: Path, password: str) -> tuple[LocalPostgres, str, str] | None:
+    """The server `kraftform postgres up` started in `state_dir`, its database and role; None when none was."""
+    path = state_dir / STATE_FILE
+    if not path.is_file():
+        return None
+    found = read_json(path, "the PostgreSQL server's record")
+    server = LocalPostgres(password, str(found["host"]), int(found["port"]), Path(found["home"]))
+    return server, str(found["database"]), str(found["role"])

@@ -93,11 +93,14 @@ class ClusterWork:
     in_progress: tuple[str, ...] = ()
     #: Partitions a reassignment is moving now (another tool's, or an interrupted apply's): the moves wait.
     reassigning: tuple[str, ...] = ()
+    #: Declared, recorded nodes whose process or container is not running (crashed, killed, stopped by hand):
+    #: started again with their data and configuration before anything else.
+    stopped: tuple[str, ...] = ()
 
     @property
     def to_do(self) -> bool:
         """Anything for `carry_out`."""
-        return bool(self.steps or self.stray_voters or self.in_progress) or self.moves_partitions
+        return bool(self.steps or self.stray_voters or self.in_progress or self.stopped) or self.moves_partitions
 
     @property
     def moves_partitions(self) -> bool:
@@ -107,10 +110,14 @@ class ClusterWork:
     def changes(self, cluster: ClusterSpec) -> list[Change]:
         """The plan's rendering of the work: a change per differing setting of each node to restart (with its
         place in the roll), one per node added or removed, and the partition moves."""
-        out = [Change(Action.UPDATE, Kind.CLUSTER, name, Safety.DISRUPTIVE,
-                      "an earlier roll was interrupted while restarting this node: it is checked first, kept if it is "
-                      "back with its new configuration, else started again with its previous one (and the apply "
-                      "stops there, naming its error)", "roll", "interrupted", "checked") for name in self.in_progress]
+        out = [Change(Action.UPDATE, Kind.CLUSTER, name, Safety.SAFE,
+                      "declared and not running (its process or container is gone: crashed, killed or stopped "
+                      "outside kraftform): started again with its data and configuration as they are, before any "
+                      "other node work", "running", "stopped", "running") for name in self.stopped]
+        out += [Change(Action.UPDATE, Kind.CLUSTER, name, Safety.DISRUPTIVE,
+                       "an earlier roll was interrupted while restarting this node: it is checked first, kept if it "
+                       "is back with its new configuration, else started again with its previous one (and the apply "
+                       "stops there, naming its error)", "roll", "interrupted", "checked") for name in self.in_progress]
         restarts = [s for s in self.steps if s.step is Step.RESTART]
         for number, s in enumerate(restarts, 1):
             role = ("active controller" if s.node.node_id == self.active_controller else
@@ -176,8 +183,12 @@ def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection) -
     leaving = {s.node.node_id for s in plan.steps if s.step is Step.REMOVE}
     dynamic = dep.load_secrets(runtime.state_dir).dynamic_quorum
     strays = tuple(sorted(set(quorum.behind_ms) - declared - leaving)) if quorum and dynamic else ()
+    in_progress = interrupted(deployment)
+    removed = {s.node.name for s in plan.steps if s.step is Step.REMOVE}
+    stopped = tuple(r.name for r in deployment.nodes
+                    if r.name not in in_progress and r.name not in removed and not runtime.process_id(r.name))
     work = ClusterWork(ordered(plan, active), plan.refused, pending, active, stray_voters=strays,
-                       in_progress=interrupted(deployment))
+                       in_progress=in_progress, stopped=stopped)
     if not work.moves_partitions:
         return work
     try:
@@ -252,6 +263,8 @@ def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connectio
     if work.refused:
         raise PlanRefusedError("the cluster's nodes cannot be changed as declared; nothing was done:\n" +
                                "\n".join(f"  {r}" for r in work.refused))
+    for name in work.stopped:
+        _start_stopped(runtime, name, connection, options, progress)
     for name in work.in_progress:
         _resume(runtime, name, connection, options, progress)
     rendered = {r.node.name: r for r in runtime.rendered(cluster, keep_new_keys=True)}
@@ -331,14 +344,31 @@ def roll(runtime: Nodes, cluster: ClusterSpec, restarts: list[NodeStep], rendere
         progress(f"{label}: back in {time.monotonic() - started:.1f} s")
 
 
+def _recorded_step(runtime: Nodes, name: str) -> NodeStep:
+    record = dep.load(runtime.state_dir).node(name)
+    return NodeStep(Step.RESTART, Node(record.node_id, name, cast(tuple[Role, ...], tuple(record.roles))))
+
+
+def _start_stopped(runtime: Nodes, name: str, connection: Connection, options: RollOptions,
+                   progress: Progress) -> None:
+    """A declared node that is not running, started as it was; the apply stops if it does not come back."""
+    started = time.monotonic()
+    progress(f"{name}: not running; starting it with its data and configuration as they are ...")
+    runtime.start_node(name)
+    try:
+        _wait_back(runtime, _recorded_step(runtime, name), connection, options, int(time.time() * 1000))
+    except RollHalted as exc:
+        raise RollHalted(f"{name} was not running and did not come back when started ({exc}); its log's last "
+                         f"error: {runtime.last_error(name)}. No other node was changed") from None
+    progress(f"{name}: back in {time.monotonic() - started:.1f} s")
+
+
 def _resume(runtime: Nodes, name: str, connection: Connection, options: RollOptions, progress: Progress) -> None:
     """The node an interrupted roll was restarting: kept if it is back (on whichever configuration it was
     started with), else started again as it ran before the roll, and the apply stops there."""
-    deployment = dep.load(runtime.state_dir)
-    record = deployment.node(name)
-    step = NodeStep(Step.RESTART, Node(record.node_id, name, cast(tuple[Role, ...], tuple(record.roles))))
+    step = _recorded_step(runtime, name)
     progress(f"{name}: an earlier roll was interrupted while restarting it; checking it first ...")
-    replaced = name in deployment.previous
+    replaced = name in dep.load(runtime.state_dir).previous
     try:
         _wait_back(runtime, step, connection, options)
     except RollHalted as exc:

@@ -181,10 +181,12 @@ def test_a_node_that_cannot_start_halts_the_roll_and_the_others_keep_running(day
 
 
 @LOCAL
-def test_a_broker_that_dies_while_the_cluster_is_read_is_left_out_once_it_leaves_not_a_failure(day2: Day2) -> None:
+def test_a_broker_that_dies_is_left_out_of_the_reading_then_planned_and_started_again_by_apply(day2: Day2) -> None:
     """A broker stays in the metadata until its session ends, refusing connections meanwhile (a roll's broker
     stopping, one an interrupted apply left stopping): reading every broker's settings waits until it has left
-    (CI once failed an apply on "cannot describe the settings of broker 1 ... Broker transport failure")."""
+    (CI once failed an apply on "cannot describe the settings of broker 1 ... Broker transport failure"). A
+    declared node that is not running is node work: the plan says so (before, "No changes", exit 0) and apply
+    starts it with its data."""
     nodes = cast(LocalRuntime, day2.runtime)
     broker = next(r for r in load(day2.state).nodes if r.roles == ["broker"])
     nodes.kill_node(broker.name)
@@ -193,10 +195,18 @@ def test_a_broker_that_dies_while_the_cluster_is_read_is_left_out_once_it_leaves
         assert broker.node_id not in observed.state.brokers
         assert broker.node_id not in observed.state.broker_settings and observed.state.broker_settings
         assert observed.requests["DescribeCluster"] >= 2  # read again after the failure
+        planned = day2.kraftform("plan")
+        assert planned.returncode == 2, planned.stdout + planned.stderr
+        assert f"{broker.name} running: stopped -> running" in planned.stdout, planned.stdout
+        applied = day2.kraftform("apply", "--auto-approve")
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert f"{broker.name}: not running; starting it with its data and configuration" in applied.stderr
     finally:
-        nodes.start_node(broker.name)
+        if not nodes.process_id(broker.name):
+            nodes.start_node(broker.name)
+    assert nodes.process_id(broker.name)
     brokers = {r.node_id: r.name for r in load(day2.state).nodes if "broker" in r.roles}
-    wait_healthy(admin_config(day2.state), brokers, timeout=180)
+    assert wait_healthy(admin_config(day2.state), brokers, timeout=180).brokers == tuple(sorted(brokers))
     assert day2.kraftform("plan").returncode == 0
 
 

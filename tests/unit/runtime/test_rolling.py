@@ -1,4 +1,5 @@
-"""What the plan says of node work it finds half done: a roll interrupted at a node, a reassignment in flight."""
+"""What the plan says of node work it finds half done or undone: a roll interrupted at a node, a reassignment in
+flight, a declared node that is not running."""
 
 from __future__ import annotations
 
@@ -36,3 +37,15 @@ def test_the_plan_shows_an_interrupted_node_first_and_a_reassignment_in_flight()
     [moves] = ClusterWork(rebalance_pending=True, reassigning=moving).changes(cluster)
     assert "7 partition(s) are being reassigned now (t-0, t-1, t-2, t-3, t-4 and 2 more)" in moves.reason
     assert "apply waits until that ends" in moves.reason
+
+
+def test_a_declared_node_that_is_not_running_is_work_to_do_a_safe_start_shown_before_the_rest() -> None:
+    cluster = load_specs(EXAMPLE_SPECS).cluster
+    assert not ClusterWork().to_do
+    work = ClusterWork(stopped=("p-broker-2",), in_progress=("p-broker-1",))
+    assert work.to_do
+    started, checked = work.changes(cluster)
+    assert (started.resource, started.key, started.current, started.desired, started.safety) == (
+        "p-broker-2", "running", "stopped", "running", Safety.SAFE)
+    assert "started again with its data and configuration as they are" in started.reason
+    assert checked.resource == "p-broker-1"

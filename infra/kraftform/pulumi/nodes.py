@@ -38,6 +38,7 @@ from kraftform.cluster.topology import topology
 from kraftform.errors import UsageError
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.docker_engine import DockerRuntime, recovered
+from kraftform.runtime.engine import docker_client
 from kraftform.runtime.rolling import RollOptions, carry_out, cluster_work
 from kraftform.specset.model import ClusterSpec
 
@@ -68,6 +69,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _not_running(nodes: Mapping[str, Any]) -> list[str]:
+    """The declared nodes whose container is not running on this Docker engine (stopped, exited, removed)."""
+    client = docker_client()
+    try:
+        running = {c.name for c in client.containers.list(filters={"status": "running"})}
+    finally:
+        client.close()
+    return sorted(set(nodes) - running)
+
+
 def _brokers(nodes: Mapping[str, Any]) -> set[str]:
     return {name for name, n in nodes.items() if "broker" in n["roles"]}
 
@@ -81,7 +92,9 @@ class ClusterNodesProvider(ResourceProvider):
         old, new = _plain(olds), _plain(news)
         changed = [k for k in ("cluster", "nodes", "image") if old.get(k) != new.get(k)]
         replaces = ["cluster"] if any(old["cluster"][k] != new["cluster"][k] for k in IDENTITY) else []
-        return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=True)
+        # The inputs alone would call a cluster with a stopped node unchanged: the update starts it (`carry_out`).
+        stopped = not changed and bool(_not_running(new["nodes"]))
+        return DiffResult(changes=bool(changed) or stopped, replaces=replaces, delete_before_replace=True)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         spec = cluster_from_json(props["cluster"])

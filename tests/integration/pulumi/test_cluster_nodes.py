@@ -163,6 +163,19 @@ def test_a_first_up_waits_until_every_broker_is_registered_and_a_second_changes_
     admin.create_topics([NewTopic(TOPIC, 6, 2)])[TOPIC].result(30)
 
 
+def test_a_node_container_stopped_outside_pulumi_is_a_change_and_the_update_starts_it(stack: Stack) -> None:
+    """The inputs have not changed, but a declared node is not running: the preview is not "unchanged" (it was),
+    and the update starts the container with its data; the next preview is empty again."""
+    name = f"{NAME}-broker-1"
+    client = docker_client()
+    client.containers.get(name).stop(timeout=30)
+    assert stack.up(stack.spec).changes == proto.DiffResponse.DIFF_SOME
+    assert client.containers.get(name).attrs["State"]["Running"]
+    assert f"{name}: not running; starting it with its data and configuration" in stack.host.stderr.read_text()
+    assert stack.up(stack.spec).changes == proto.DiffResponse.DIFF_NONE
+    assert sorted(stack.admin().list_topics(timeout=10).brokers) == [1, 2]
+
+
 class Writer:
     """An acks=all idempotent producer writing numbered records on a thread; `acked` is what Kafka acknowledged."""
 

@@ -184,9 +184,8 @@ def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection) -
     dynamic = dep.load_secrets(runtime.state_dir).dynamic_quorum
     strays = tuple(sorted(set(quorum.behind_ms) - declared - leaving)) if quorum and dynamic else ()
     in_progress = interrupted(deployment)
-    removed = {s.node.name for s in plan.steps if s.step is Step.REMOVE}
     stopped = tuple(r.name for r in deployment.nodes
-                    if r.name not in in_progress and r.name not in removed and not runtime.process_id(r.name))
+                    if r.name not in in_progress and r.node_id not in leaving and not runtime.process_id(r.name))
     work = ClusterWork(ordered(plan, active), plan.refused, pending, active, stray_voters=strays,
                        in_progress=in_progress, stopped=stopped)
     if not work.moves_partitions:

@@ -30,9 +30,8 @@ class Example:
     env: dict[str, str]
 
     def kraftform(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, "-m", "kraftform", *args], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "kraftform", *args], capture_output=True, text=True,
                               timeout=timeout, check=False, env=self.env, cwd=REPO)
-        return done
 
     def ok(self, *args: str) -> str:
         done = self.kraftform(*args)

@@ -59,9 +59,10 @@ def rest_port(spec: ConnectSpec, index: int) -> int:
 
 
 def worker_properties(spec: ConnectSpec, index: int, host: str, kafka: Mapping[str, str], files: WorkerFiles,
-                      store_password: str, plugin_path: tuple[str, ...]) -> dict[str, str]:
+                      store_password: str, plugin_path: tuple[str, ...], bind: str | None = None) -> dict[str, str]:
     """`kafka`: the Java client settings of the Connect cluster's user (Connection.java()); kraftform's settings
-    are written after the spec's own `config`, which `validate` keeps off them."""
+    are written after the spec's own `config`, which `validate` keeps off them. `bind`: the address the REST API
+    listens on where it is not `host`, the name other workers reach it by (a container's)."""
     login = {k: v for k, v in kafka.items() if k in _LOGIN_KEYS}
     topics = spec.internal_topics
     port = rest_port(spec, index)
@@ -79,7 +80,7 @@ def worker_properties(spec: ConnectSpec, index: int, host: str, kafka: Mapping[s
         "status.storage.replication.factor": str(spec.replication_factor),
         "offset.storage.partitions": str(spec.offsets_partitions),
         "status.storage.partitions": str(spec.status_partitions),
-        "listeners": f"https://{host}:{port}",
+        "listeners": f"https://{bind or host}:{port}",
         "rest.advertised.listener": "https", "rest.advertised.host.name": host, "rest.advertised.port": str(port),
         "listeners.https.ssl.keystore.type": "PKCS12", "listeners.https.ssl.keystore.location": files.keystore,
         "listeners.https.ssl.keystore.password": store_password, "listeners.https.ssl.key.password": store_password,

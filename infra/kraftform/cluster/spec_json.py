@@ -42,7 +42,10 @@ def _from(kind: Any, value: Any) -> Any:
     if value is None:
         return None
     if origin in (typing.Union, types.UnionType):
-        return _from(next(a for a in args if a is not type(None)), value)
+        kinds = [a for a in args if a is not type(None)]
+        # A mapping is the union's dataclass (a setting `str | EnvSecret` that is a secret's reference).
+        mapping = isinstance(value, Mapping)
+        return _from(next((a for a in kinds if dataclasses.is_dataclass(a) == mapping), kinds[0]), value)
     if origin is typing.Literal:
         return value
     if dataclasses.is_dataclass(kind):

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any, Literal, cast
 import pulumi
 import pulumi_docker as docker
 
+from kraftform.cluster.connect import REST_USER
 from kraftform.cluster.connection import SASL_SSL, Connection
 from kraftform.cluster.containers import LABEL_CLUSTER, in_containers, network_bootstrap, stack_image
 from kraftform.cluster.topology import topology
@@ -25,6 +27,7 @@ from kraftform.kafka.credentials import missing_password, passwords
 from kraftform.plan.brokers import declared_features
 from kraftform.plan.live import declared_principals
 from kraftform.pulumi.cluster import KafkaCluster
+from kraftform.pulumi.connect import ConnectCluster, connect_props
 from kraftform.pulumi.consumers import SparkCluster, SparkConsumer, SparkConsumerArgs
 from kraftform.pulumi.monitoring import Monitoring
 from kraftform.pulumi.policy import SPECS_TYPE
@@ -111,20 +114,13 @@ def reset_names(value: str | None) -> frozenset[str]:
 
 
 def load(specs_dir: Path) -> SpecSet:
-    """The specs, or a RunError with the same located messages as `kraftform validate`. Kafka Connect clusters
-    are refused, at their place: the program does not run workers or connectors yet, and a declared connector
-    that `pulumi up` left out would be a change it silently ignored."""
+    """The specs, or a RunError with the same located messages as `kraftform validate`."""
     try:
-        specs = load_specs(specs_dir)
+        return load_specs(specs_dir)
     except SpecError as exc:
         raise pulumi.RunError("invalid specs:\n" + "\n".join(str(p) for p in exc.problems)) from None
     except KraftformError as exc:
         raise pulumi.RunError(str(exc)) from None
-    if specs.connect:
-        raise pulumi.RunError("the Pulumi program does not run Kafka Connect yet; nothing was deployed:\n" + "\n".join(
-            f"  {c.location}: Connect cluster {c.name!r}: run it with `kraftform connect up` and `kraftform connect "
-            f"apply` beside a local cluster, or leave it out of the stack's specs" for c in specs.connect))
-    return specs
 
 
 def user_passwords(users: Sequence[UserSpec]) -> dict[str, pulumi.Output[str]]:
@@ -211,6 +207,46 @@ def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None, ca
     return made, volume
 
 
+def _named(names: Sequence[str], values: Mapping[str, pulumi.Output[str]]) -> pulumi.Output[dict[str, str]]:
+    """The outputs of `names` as one output of a mapping."""
+    return pulumi.Output.all(*(values[n] for n in names)).apply(lambda v: dict(zip(names, v, strict=True)))
+
+
+def connect_clusters(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None,
+                     kafka: Mapping[str, pulumi.Resource], secrets: Mapping[str, pulumi.Output[str]]
+                     ) -> dict[str, ConnectCluster]:
+    """Each declared Kafka Connect cluster, its workers in containers beside the stack's cluster, once its internal
+    topics and the grants of its workers' and connectors' users exist. An existing cluster's stack refuses them,
+    at their place: the machine running `pulumi up` is not where its workers belong, and a declared connector left
+    out would be a change silently ignored."""
+    if not specs.connect:
+        return {}
+    if cluster is None:
+        raise pulumi.RunError("external mode does not run Kafka Connect workers; nothing was deployed:\n" + "\n".join(
+            f"  {c.location}: Connect cluster {c.name!r}: run it with `kraftform connect up` and `kraftform connect "
+            f"apply`, or leave it out of the stack's specs" for c in specs.connect))
+    unset = [(c, name) for c in specs.connect for name in c.environment_names if not os.environ.get(name)]
+    if unset:
+        raise pulumi.RunError(f"{len(unset)} connector secret(s) not set in the environment of `pulumi up`; nothing "
+                              f"was deployed:\n" + "\n".join(f"  {c.location}: Connect cluster {c.name!r}: {name}"
+                                                               for c, name in unset))
+    spec = in_containers(specs.cluster)
+    mechanisms = {u.name: u.mechanism for u in specs.users}
+    ca = pulumi.Output.all(cluster.secrets.ca_cert, cluster.secrets.ca_key).apply(  # type: ignore[attr-defined]
+        lambda v: {"cert": v[0], "key": v[1]})
+    made = {}
+    for c in specs.connect:
+        users = (c.user, *c.connector_users)
+        after = [kafka["topics"], *(kafka[f"User:{u}"] for u in users if f"User:{u}" in kafka)]
+        made[c.name] = ConnectCluster(f"connect-{c.name}", connect_props(
+            c, spec.name, cluster.network.name, stack_image(cfg.image, spec.kafka_version),
+            network_bootstrap(n.name for n in topology(spec).brokers), mechanisms[c.user], ca, secrets[c.user],
+            _named(c.connector_users, secrets),
+            {name: os.environ[name] for name in c.environment_names}, cluster.connection, cfg.protects),
+            pulumi.ResourceOptions(depends_on=[*cluster.ready, *after], protect=cfg.protects))
+    return made
+
+
 def build(cfg: StackConfig) -> Stack:
     """Declare every resource; returns the stack outputs (also exported) and the Kafka resources."""
     specs = load(cfg.specs_dir)
@@ -266,6 +302,7 @@ def build(cfg: StackConfig) -> Stack:
     if levels:  # finalised with UpdateFeatures (a container's format options only count when it is first made)
         made["features"] = Features("features", levels, connection,
                                     pulumi.ResourceOptions(depends_on=depends, protect=cfg.protects))
+    connect = connect_clusters(cfg, specs, cluster, made, secrets)
     deployed, checkpoints = consumers(cfg, specs, cluster, ca, made, secrets)
     monitoring: dict[str, Any] = {}
     if cfg.monitoring:
@@ -290,7 +327,11 @@ def build(cfg: StackConfig) -> Stack:
                                "topics": sorted(t.name for t in specs.topics),
                                "consumers": {n: {"container": c.container_name, "volume": c.volume_name}
                                              for n, c in deployed.items()},
-                               "monitoring": monitoring}
+                               "monitoring": monitoring,
+                               # Each Connect cluster's REST API and kraftform's login to it (curl -u, --cacert).
+                               "connect": {name: {"urls": c.urls, "username": REST_USER,
+                                                  "password": pulumi.Output.secret(c.rest_password)}
+                                           for name, c in connect.items()}}
     for key, value in outputs.items():
         pulumi.export(key, value)
     return Stack(outputs, list(made.values()))

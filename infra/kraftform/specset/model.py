@@ -484,6 +484,12 @@ class ConnectSpec:
         return tuple(sorted({c.user for c in self.connectors if c.user is not None}))
 
     @property
+    def environment_names(self) -> tuple[str, ...]:
+        """The environment variables its connectors read secrets from (`{env: NAME}`), each once."""
+        return tuple(dict.fromkeys(v.name for c in self.connectors for _, v in sorted(c.config.items())
+                                   if isinstance(v, EnvSecret)))
+
+    @property
     def internal_topics(self) -> dict[str, str]:
         """Role (config, offset, status: Connect's own words) -> topic name."""
         return {"config": f"{self.topic_prefix}configs", "offset": f"{self.topic_prefix}offsets",

@@ -7,11 +7,12 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from kraftform.cluster.spec_json import cluster_from_json, cluster_to_json
+from kraftform.cluster.spec_json import cluster_from_json, cluster_to_json, from_json, to_json
 from kraftform.declared import load_specs
-from kraftform.specset.model import ClusterDefaults, ExternalListener, Security
+from kraftform.specset.model import ClusterDefaults, ConnectSpec, EnvSecret, ExternalListener, Security
 
-from ...conftest import EXAMPLE_SPECS
+from ...conftest import EXAMPLE_SPECS, SpecsCopy
+from ..specset.test_connect import with_connect
 
 
 def as_the_engine_sends(value: Any) -> Any:
@@ -43,3 +44,14 @@ def test_every_field_crosses_settings_per_node_and_nested_sections_included() ->
     assert back == spec
     assert back.features == {"group.version": 1} and isinstance(back.features["group.version"], int)
     assert back.security.external_listener.base_port == 29092
+
+
+def test_a_connect_section_comes_back_equal_its_secret_references_included(specs_copy: SpecsCopy) -> None:
+    """What `pulumi up`'s `ConnectCluster` is handed: a setting that is `{env: NAME}` stays a reference to the
+    environment, never a plain value."""
+    spec = load_specs(with_connect(specs_copy())).connect[0]
+    sent = as_the_engine_sends(json.loads(json.dumps(to_json(spec))))
+    back = from_json(ConnectSpec, sent)
+    assert back == spec and isinstance(back.workers, int)
+    assert back.connectors[1].config["api.password"] == EnvSecret("IMPORT_PASSWORD")
+    assert back.connectors[1].config["topic"] == "orders.status.v1"

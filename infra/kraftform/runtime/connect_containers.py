@@ -1,0 +1,288 @@
+"""Kafka Connect workers in containers beside a cluster kraftform runs on Docker: what `pulumi up` deploys for a
+declared Connect cluster.
+
+One container per worker on the cluster's network, from the cluster's own Kafka image (its Java); Connect's jars
+and the plugins are the ones the local runtime runs, fetched on this machine from Maven Central with their
+checksums checked, and copied in with the worker's files when the container is made. Nothing is bind-mounted and
+no state directory is kept: the containers carry everything, and a label on each holds the digest of what it was
+made from, so a later run knows which worker must be made again (one at a time, each serving its REST API before
+the next goes) and which is as declared.
+
+Workers reach Kafka on the network's internal listener as the Connect cluster's user; their REST API is TLS (a
+certificate from the cluster's CA naming the container and 127.0.0.1) behind basic authentication, published on
+127.0.0.1 at the declared port and the next ones. Connector secrets (`${env:NAME}`) are in a file only the
+worker's user reads, exported into the worker's environment as it starts: not in the container's configuration,
+which anyone who can `docker inspect` reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import shlex
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+from docker.errors import NotFound
+from docker.models.containers import Container
+
+from kraftform.artifacts import CONNECT_LOG4J2_FILE, builtin_plugin, connect_plugin, ensure_connect
+from kraftform.cluster.certificates import KeyPair, issue, pkcs12_keystore, pkcs12_truststore
+from kraftform.cluster.connect import (
+    CONNECT_MAIN,
+    REST_USER,
+    WorkerFiles,
+    jaas_config,
+    rest_port,
+    rest_users,
+    worker_java_options,
+    worker_properties,
+    worker_properties_text,
+)
+from kraftform.cluster.connection import SASL_SSL, Connection
+from kraftform.cluster.containers import CONTAINER_UID, LABEL_CLUSTER
+from kraftform.connect.rest import ConnectRest
+from kraftform.errors import AuthenticationFailed, ClusterUnhealthy, ConnectionFailed, KafkaRequestFailed
+from kraftform.runtime.connect import CLASS_PATH_PLUGINS, DEFAULT_PLUGINS, START_TIMEOUT_S
+from kraftform.runtime.local import last_error_line
+from kraftform.specset.model import ConnectSpec
+from kraftform.versions import CONNECT_VERSION
+from kraftform.waiting import NotYet, poll
+
+#: Which Connect cluster a container is a worker of, and the digest of what it was made from.
+LABEL_CONNECT = "dev.kraftform.connect"
+LABEL_DIGEST = "dev.kraftform.connect-digest"
+#: In the container: Connect's jars and log configuration, the plugins, the worker's own files.
+HOME = "/opt/kraftform-connect/home"
+PLUGINS = "/opt/kraftform-connect/plugins"
+CONF = "/etc/kraftform-connect"
+ENV_FILE = f"{CONF}/environment"
+CA_FILE = f"{CONF}/ca.pem"
+
+Progress = Callable[[str], None]
+
+
+def worker_container(cluster: str, connect: str, index: int) -> str:
+    return f"{cluster}-connect-{connect}-{index}"
+
+
+@dataclass(frozen=True)
+class ConnectDeployment:
+    """Everything one Connect cluster's worker containers are made from. The secrets are the stack's: the
+    workers' Kafka password, the REST API's and the key stores' passwords, connector users' passwords and the
+    connector secrets of the environment."""
+
+    spec: ConnectSpec
+    cluster: str
+    network: str
+    image: str
+    #: The brokers on the network's internal listener, and the mechanism of the workers' user.
+    bootstrap: str
+    mechanism: str
+    ca: KeyPair = field(repr=False)
+    password: str = field(repr=False)
+    rest_password: str = field(repr=False)
+    store_password: str = field(repr=False)
+    logins: Mapping[str, str] = field(default_factory=dict, repr=False)
+    environment: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def name(self, index: int) -> str:
+        return worker_container(self.cluster, self.spec.name, index)
+
+    def files(self) -> WorkerFiles:
+        return WorkerFiles(CONF, f"{CONF}/tls/rest.p12", f"{CONF}/tls/truststore.p12", f"{CONF}/jaas.conf",
+                           f"{CONF}/rest-users.properties", f"{CONF}/logins")
+
+    def plugin_dirs(self) -> dict[str, Path]:
+        """Each plugin's directory on this machine by its name in the container, fetched and checked once."""
+        return {**{name: builtin_plugin(name) for name in (*DEFAULT_PLUGINS, *CLASS_PATH_PLUGINS)},
+                **{f"declared-{p.name}": connect_plugin(p.maven, p.sha256, p.exclude, f"plugin {p.name!r}")
+                   for p in self.spec.plugins}}
+
+    def properties(self, index: int, plugins: Mapping[str, Path]) -> dict[str, str]:
+        kafka = Connection(self.bootstrap, SASL_SSL, self.mechanism, self.spec.user, self.password, CA_FILE).java()
+        paths = tuple(f"{PLUGINS}/{name}" for name in plugins if name not in CLASS_PATH_PLUGINS)
+        return worker_properties(self.spec, index, self.name(index), kafka, self.files(), self.store_password, paths,
+                                 bind="0.0.0.0")
+
+    def command(self) -> list[str]:
+        files = self.files()
+        options = worker_java_options(self.spec.heap_bytes, files.jaas, f"{HOME}/config/{CONNECT_LOG4J2_FILE}")
+        classpath = ":".join([f"{HOME}/libs/*", *(f"{PLUGINS}/{name}/libs/*" for name in CLASS_PATH_PLUGINS)])
+        java = " ".join(shlex.quote(a) for a in ["java", *options, "-cp", classpath, CONNECT_MAIN,
+                                                    f"{CONF}/worker.properties"])
+        return ["sh", "-c", f"set -a; . {ENV_FILE}; set +a; exec {java}"]
+
+    def text_files(self, index: int, plugins: Mapping[str, Path]) -> dict[str, tuple[str, int]]:
+        """Path -> (content, mode) of every file but the key stores (made anew with each container)."""
+        files = self.files()
+        environment = "".join(f"{k}={shlex.quote(v)}\n" for k, v in sorted(self.environment.items()))
+        return {f"{CONF}/worker.properties": (worker_properties_text(self.spec, index, self.properties(index, plugins)),
+                                              0o600),
+                files.jaas: (jaas_config(files.rest_users), 0o644),
+                files.rest_users: (rest_users(self.rest_password), 0o600),
+                CA_FILE: (self.ca.cert_pem, 0o644),
+                ENV_FILE: (environment, 0o600),
+                **{f"{files.logins}/{user}": (password, 0o600) for user, password in sorted(self.logins.items())}}
+
+    def digest(self, index: int, plugins: Mapping[str, Path]) -> str:
+        """What decides that a worker must be made again: its files, its image, its command, its plugins."""
+        h = hashlib.sha256()
+        for path, (content, mode) in sorted(self.text_files(index, plugins).items()):
+            h.update(f"{path}\0{mode}\0{content}\0".encode())
+        h.update(json.dumps([self.image, self.command(), sorted(str(p) for p in plugins.values()),
+                             self.spec.rest_port]).encode())
+        return h.hexdigest()
+
+
+def _tar(entries: Mapping[str, tuple[bytes, int]], trees: Mapping[str, Path], private: tuple[str, ...]) -> bytes:
+    """Files (path -> (bytes, mode)) and directories of this machine copied to container paths, owned by the
+    container's user; the directories `private` made too, even empty, and only that user's to read."""
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = CONTAINER_UID
+        info.uname = info.gname = ""
+        return info
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        # Not the image's own top-level directories (/etc, /opt): their owner and mode stay as they are.
+        directories = {str(parent) for path in [*entries, *(f"{p}/-" for p in private)]
+                       for parent in Path(path.lstrip("/")).parents if len(parent.parts) > 1}
+        for directory in sorted(directories):
+            info = owned(tarfile.TarInfo(directory))
+            info.type, info.mode = tarfile.DIRTYPE, 0o700 if f"/{directory}" in private else 0o755
+            tar.addfile(info)
+        for path, (data, mode) in sorted(entries.items()):
+            info = owned(tarfile.TarInfo(path.lstrip("/")))
+            info.size, info.mode = len(data), mode
+            tar.addfile(info, io.BytesIO(data))
+        for target, source in sorted(trees.items()):
+            tar.add(str(source), arcname=target.lstrip("/"), filter=owned)
+    return buffer.getvalue()
+
+
+class DockerConnectWorkers:
+    """The worker containers of one Connect cluster on a Docker engine."""
+
+    def __init__(self, client: docker.DockerClient, deployment: ConnectDeployment) -> None:
+        self.client = client
+        self.d = deployment
+
+    def containers(self) -> dict[int, Container]:
+        """This Connect cluster's worker containers by index, running or not (those past the declared count too)."""
+        found = self.client.containers.list(all=True, filters={"label": [
+            f"{LABEL_CLUSTER}={self.d.cluster}", f"{LABEL_CONNECT}={self.d.spec.name}"]})
+        return {int(c.name.rsplit("-", 1)[1]): c for c in found if c.name}
+
+    def not_running(self) -> list[str]:
+        """The declared workers whose container is missing or not running."""
+        found = self.containers()
+        return [self.d.name(i) for i in range(self.d.spec.workers)
+                if i not in found or found[i].status != "running"]
+
+    def stale(self) -> list[str]:
+        """The declared workers whose container was made from something else than declared now, and those past
+        the declared count: what `up` makes again or removes."""
+        plugins = self.d.plugin_dirs()
+        found = self.containers()
+        return sorted([self.d.name(i) for i in range(self.d.spec.workers)
+                       if i in found and found[i].labels.get(LABEL_DIGEST) != self.d.digest(i, plugins)]
+                      + [c.name or "" for i, c in found.items() if i >= self.d.spec.workers])
+
+    @contextlib.contextmanager
+    def rest(self, index: int = 0, timeout: float = 30.0) -> Iterator[ConnectRest]:
+        """kraftform's REST login to one worker through its published port, TLS checked against the cluster's CA."""
+        with tempfile.NamedTemporaryFile("w", suffix=".pem", prefix="kraftform-ca-") as ca:
+            ca.write(self.d.ca.cert_pem)
+            ca.flush()
+            yield ConnectRest(f"https://127.0.0.1:{rest_port(self.d.spec, index)}", REST_USER, self.d.rest_password,
+                              ca.name, timeout)
+
+    def up(self, progress: Progress, timeout: float = START_TIMEOUT_S) -> None:
+        """Make each declared worker that is missing or made from something else (one at a time, each serving its
+        REST API before the next), start one that is stopped, remove those past the declared count."""
+        plugins = self.d.plugin_dirs()  # fetched and checked before any worker is touched
+        home = ensure_connect(CONNECT_VERSION)
+        found = self.containers()
+        for index in range(self.d.spec.workers):
+            digest = self.d.digest(index, plugins)
+            container = found.pop(index, None)
+            if container is not None and container.labels.get(LABEL_DIGEST) == digest:
+                if container.status != "running":
+                    progress(f"{self.d.spec.name}: starting worker {index} again (it was not running) ...")
+                    container.start()
+                    self._wait_up(index, timeout)
+                continue
+            if container is not None:
+                progress(f"{self.d.spec.name}: making worker {index} again (its configuration changed) ...")
+                self._remove(container)
+            else:
+                progress(f"{self.d.spec.name}: starting worker {index} on https://127.0.0.1:"
+                         f"{rest_port(self.d.spec, index)} ...")
+            self._create(index, digest, plugins, home).start()
+            self._wait_up(index, timeout)
+        for index, extra in sorted(found.items()):
+            progress(f"{self.d.spec.name}: removing worker {index} (no longer declared) ...")
+            self._remove(extra)
+
+    def _create(self, index: int, digest: str, plugins: Mapping[str, Path], home: Path) -> Container:
+        d, name = self.d, self.d.name(index)
+        with contextlib.suppress(NotFound):
+            self.client.containers.get(name).remove(force=True)
+        pair = issue(d.ca, f"{d.spec.name} Connect worker {index}", [name, "localhost"], ["127.0.0.1"])
+        files = d.files()
+        entries = {path: (content.encode(), mode) for path, (content, mode) in d.text_files(index, plugins).items()}
+        entries |= {files.keystore: (pkcs12_keystore(pair, d.store_password), 0o600),
+                    files.truststore: (pkcs12_truststore(d.ca.cert_pem, d.store_password), 0o644)}
+        port = rest_port(d.spec, index)
+        labels = {LABEL_CLUSTER: d.cluster, LABEL_CONNECT: d.spec.name, LABEL_DIGEST: digest}
+        networking = self.client.api.create_networking_config({d.network: self.client.api.create_endpoint_config(
+            aliases=[name])})
+        response = self.client.api.create_container(
+            d.image, entrypoint=d.command(), name=name, hostname=name,
+            user=f"{CONTAINER_UID}:{CONTAINER_UID}", labels=labels, ports=[port],
+            host_config=self.client.api.create_host_config(port_bindings={port: ("127.0.0.1", port)},
+                                                           restart_policy={"Name": "unless-stopped"}),
+            networking_config=networking)
+        container = self.client.containers.get(response["Id"])
+        trees = {HOME: home, **{f"{PLUGINS}/{n}": p for n, p in plugins.items()}}
+        container.put_archive("/", _tar(entries, trees, (files.logins,)))
+        return container
+
+    def _remove(self, container: Container) -> None:
+        with contextlib.suppress(NotFound):
+            container.stop(timeout=30)  # SIGTERM: the worker commits its offsets and leaves the group
+            container.remove(force=True)
+
+    def _wait_up(self, index: int, timeout: float) -> None:
+        name = self.d.name(index)
+
+        def answered() -> None:
+            container = self.client.containers.get(name)
+            # Docker starts a worker that stops on an error again (its restart policy): one restart is a failure.
+            if container.status in ("exited", "dead", "restarting") or container.attrs.get("RestartCount"):
+                log = container.logs(tail=200).decode(errors="replace")
+                raise ClusterUnhealthy(f"Connect worker {name} exited: {last_error_line(log)} "
+                                       f"(docker logs {name})")
+            try:
+                with self.rest(index, timeout=10) as rest:
+                    rest.request("GET", "/connectors", retry_s=0)
+            except AuthenticationFailed:
+                raise
+            except (ConnectionFailed, KafkaRequestFailed) as exc:
+                raise NotYet(str(exc)) from None
+
+        poll(f"Connect worker {name} to serve its REST API", timeout, answered, interval=1.0)
+
+    def down(self) -> list[str]:
+        """Every worker container of this Connect cluster stopped and removed; their names."""
+        found = self.containers()
+        for container in found.values():
+            self._remove(container)
+        return sorted(c.name or "" for c in found.values())

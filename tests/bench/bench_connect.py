@@ -33,7 +33,8 @@ from confluent_kafka import Consumer, TopicPartition
 
 from kraftform.connect.reconcile import apply_connect, plan_connect
 from kraftform.kafka.observe import acl_bindings
-from kraftform.runtime.connect import ConnectWorkers, start_declared
+from kraftform.runtime.connect import ConnectWorkers
+from kraftform.runtime.connect_clusters import start_declared
 from kraftform.runtime.postgres import LocalPostgres
 from kraftform.runtime.tools import PRODUCER_PERFORMANCE, run_kafka_tool
 from kraftform.testing.cluster import ephemeral_cluster

@@ -87,14 +87,11 @@ def _progress(message: str) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from kraftform.runtime.connect import start_declared
+    from kraftform.runtime.connect_clusters import start_declared
     from kraftform.runtime.deployment import load
 
     specs = load_specs(args.specs_dir)
-    runtime = load(args.state_dir).runtime
-    if runtime != "local":
-        raise UsageError(f"{args.state_dir}: a {runtime} cluster; `connect up` runs workers beside a local "
-                         f"cluster (`kraftform cluster up --runtime local`) only, so far")
+    load(args.state_dir)  # a cluster is there
     for spec in _chosen(specs, args.name):
         records = start_declared(args.state_dir, specs, spec, os.environ, _progress)
         print(f"{spec.name}: {len(records)} worker(s): " + ", ".join(f"https://{r.host}:{r.port}" for r in records))
@@ -102,10 +99,10 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from kraftform.runtime.connect import ConnectWorkers
+    from kraftform.runtime.connect_clusters import connect_workers
 
     for spec in _chosen(load_specs(args.specs_dir), args.name):
-        ConnectWorkers(args.state_dir, spec).down(purge=args.purge)
+        connect_workers(args.state_dir, spec).down(purge=args.purge)
         print(f"{spec.name}: stopped" + (" and removed" if args.purge else ""))
     return 0
 
@@ -119,7 +116,7 @@ def _plans(args: argparse.Namespace) -> tuple[dict[str, str | None], Planned]:
     from kraftform.connect.reconcile import plan_connect
     from kraftform.kafka.credentials import passwords
     from kraftform.kafka.observe import acl_bindings
-    from kraftform.runtime.connect import ConnectWorkers
+    from kraftform.runtime.connect_clusters import connect_workers
     from kraftform.runtime.deployment import admin_config
 
     specs = load_specs(args.specs_dir)
@@ -127,7 +124,7 @@ def _plans(args: argparse.Namespace) -> tuple[dict[str, str | None], Planned]:
     found = passwords(specs.users)
     out = []
     for spec in _chosen(specs, args.name):
-        workers = ConnectWorkers(args.state_dir, spec)
+        workers = connect_workers(args.state_dir, spec)
         rest = workers.rest()
         out.append((workers, rest, plan_connect(rest, spec, granted, workers.logins(found))))
     return found, out
@@ -171,7 +168,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from kraftform.monitoring.status import assess_connect
-    from kraftform.runtime.connect import observe
+    from kraftform.runtime.connect_clusters import observe
 
     differ = False
     for spec in _chosen(load_specs(args.specs_dir), args.name):
@@ -193,14 +190,14 @@ def cmd_offsets(args: argparse.Namespace) -> int:
 
     from kraftform.connect.reconcile import move_offsets
     from kraftform.plan.connector_offsets import offsets_plan, parse_offsets_file
-    from kraftform.runtime.connect import ConnectWorkers
+    from kraftform.runtime.connect_clusters import connect_workers
 
     specs = load_specs(args.specs_dir)
     found = [(spec, c) for spec in _chosen(specs, args.name) for c in spec.connectors if c.name == args.connector]
     if not found:
         raise UsageError(f"no connector {args.connector!r} is declared in {args.specs_dir}")
     spec, connector = found[0]
-    rest = ConnectWorkers(args.state_dir, spec).rest()
+    rest = connect_workers(args.state_dir, spec).rest()
     live = rest.connectors().get(connector.name)
     if live is None:
         raise UsageError(f"connector {connector.name!r} is declared but not running in {spec.name!r} yet: "

@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import secrets
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -50,13 +51,13 @@ MADE = ("rest_password", "store_password")
 
 
 def connect_props(spec: ConnectSpec, cluster: str, network: pulumi.Input[str], image: pulumi.Input[str],
-                  bootstrap: str, mechanism: str, ca: pulumi.Input[dict[str, str]], password: pulumi.Input[str],
+                  bootstrap: str, ca: pulumi.Input[dict[str, str]], password: pulumi.Input[str],
                   logins: pulumi.Input[dict[str, str]], environment: pulumi.Input[dict[str, str]],
                   connection: pulumi.Input[dict[str, Any]], protect: bool) -> dict[str, Any]:
     """The resource's inputs: the Connect section as data (`spec_json`), the network and image of the cluster,
     and the secrets (`ca` the cluster CA's `cert` and `key`)."""
     return {"connect": to_json(spec), "cluster": cluster, "network": network, "image": image,
-            "bootstrap": bootstrap, "mechanism": mechanism, "ca": ca, "password": password, "logins": logins,
+            "bootstrap": bootstrap, "ca": ca, "password": password, "logins": logins,
             "environment": environment, "connection": connection, "protect": protect,
             "locations": {"": to_json(spec.location), **{c.name: to_json(c.location) for c in spec.connectors}}}
 
@@ -75,25 +76,31 @@ def _spec(props: Mapping[str, Any]) -> ConnectSpec:
 
 def _deployment(props: Mapping[str, Any]) -> ConnectDeployment:
     p = _plain(props)
-    return ConnectDeployment(_spec(p), p["cluster"], p["network"], p["image"], p["bootstrap"], p["mechanism"],
+    return ConnectDeployment(_spec(p), p["cluster"], p["network"], p["image"], p["bootstrap"],
                              KeyPair(p["ca"]["cert"], p["ca"]["key"]), p["password"], p["rest_password"],
                              p["store_password"], dict(p.get("logins") or {}), dict(p.get("environment") or {}))
 
 
 @contextlib.contextmanager
 def _workers(props: Mapping[str, Any]) -> Iterator[DockerConnectWorkers]:
+    """The workers for one provider call; the CA the REST client checks them with in a private temporary file
+    removed when the call ends."""
     client = docker_client()
+    deployment = _deployment(props)
     try:
-        yield DockerConnectWorkers(client, _deployment(props))
+        with tempfile.NamedTemporaryFile("w", prefix="kraftform-ca-", suffix=".pem") as ca:
+            ca.write(deployment.ca.cert_pem)
+            ca.flush()
+            yield DockerConnectWorkers(client, deployment, ca.name)
     finally:
         client.close()
 
 
-def _plan(workers: DockerConnectWorkers, props: Mapping[str, Any]) -> Plan:
+def _plan(workers: DockerConnectWorkers, props: Mapping[str, Any], relogin: frozenset[str] = frozenset()) -> Plan:
+    """`relogin`: the connector users whose password the workers were just given (their tasks restart)."""
     with connection_of(dict(props)) as connection:
         granted = acl_bindings(connection)
-    with workers.rest() as rest:
-        return plan_connect(rest, workers.d.spec, granted, Logins(workers.d.files().logins))
+    return plan_connect(workers.rest(), workers.d.spec, granted, Logins(workers.d.files().logins, relogin))
 
 
 def _progress(line: str) -> None:
@@ -105,7 +112,7 @@ def reconcile(props: Mapping[str, Any]) -> None:
     """The workers as declared, then the connectors; returns when every connector is as declared."""
     with _workers(props) as workers:
         workers.up(_progress)
-        plan = _plan(workers, props)
+        plan = _plan(workers, props, workers.sync_logins())
         spec = workers.d.spec
         if plan.problems:
             raise PlanRefusedError(f"Connect cluster {spec.name!r}: the connectors' plan has problems; no connector "
@@ -117,8 +124,7 @@ def reconcile(props: Mapping[str, Any]) -> None:
                                    + render_text(Plan(destructive)))
         if not plan.empty:
             _progress(render_text(plan))
-        with workers.rest() as rest:
-            apply_connect(rest, spec, plan, _progress)
+        apply_connect(workers.rest(), spec, plan, _progress)
 
 
 def drifted(props: Mapping[str, Any]) -> bool:

@@ -231,7 +231,6 @@ def connect_clusters(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | N
                               f"was deployed:\n" + "\n".join(f"  {c.location}: Connect cluster {c.name!r}: {name}"
                                                                for c, name in unset))
     spec = in_containers(specs.cluster)
-    mechanisms = {u.name: u.mechanism for u in specs.users}
     ca = pulumi.Output.all(cluster.secrets.ca_cert, cluster.secrets.ca_key).apply(  # type: ignore[attr-defined]
         lambda v: {"cert": v[0], "key": v[1]})
     made = {}
@@ -240,7 +239,7 @@ def connect_clusters(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | N
         after = [kafka["topics"], *(kafka[f"User:{u}"] for u in users if f"User:{u}" in kafka)]
         made[c.name] = ConnectCluster(f"connect-{c.name}", connect_props(
             c, spec.name, cluster.network.name, stack_image(cfg.image, spec.kafka_version),
-            network_bootstrap(n.name for n in topology(spec).brokers), mechanisms[c.user], ca, secrets[c.user],
+            network_bootstrap(n.name for n in topology(spec).brokers), ca, secrets[c.user],
             _named(c.connector_users, secrets),
             {name: os.environ[name] for name in c.environment_names}, cluster.connection, cfg.protects),
             pulumi.ResourceOptions(depends_on=[*cluster.ready, *after], protect=cfg.protects))

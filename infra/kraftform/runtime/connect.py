@@ -36,6 +36,7 @@ from kraftform.cluster.connect import (
     worker_properties,
     worker_properties_text,
 )
+from kraftform.cluster.connection import Connection
 from kraftform.connect.rest import ConnectRest
 from kraftform.errors import (
     AuthenticationFailed,
@@ -44,11 +45,10 @@ from kraftform.errors import (
     KafkaRequestFailed,
     UsageError,
 )
-from kraftform.monitoring.status import ConnectSeen
 from kraftform.plan.connectors import Logins
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.local import java_binary, last_error_line, loopback_base, tail
-from kraftform.specset.model import ConnectSpec, SpecSet
+from kraftform.specset.model import ConnectSpec
 from kraftform.statefiles import PRIVATE, read_json, write_atomic
 from kraftform.versions import CONNECT_VERSION
 from kraftform.waiting import NotYet, poll
@@ -234,10 +234,12 @@ class ConnectWorkers:
                 *(str(connect_plugin(p.maven, p.sha256, p.exclude, f"plugin {p.name!r} ({p.location})"))
                   for p in self.spec.plugins))
 
-    def up(self, kafka: Mapping[str, str], env: Mapping[str, str], progress: Progress,
+    def up(self, login: Connection, env: Mapping[str, str], progress: Progress,
            timeout: float = START_TIMEOUT_S) -> list[WorkerRecord]:
         """Start the workers that are not running, restart (one at a time) those whose files changed, stop those
-        past the declared count; return when every worker's REST API answers an authenticated request."""
+        past the declared count; return when every worker's REST API answers an authenticated request. `login`:
+        the Connect cluster's user on the cluster."""
+        kafka = login.java()
         # Everything fetched and checked before any worker is touched: a refused checksum stops nothing.
         plugin_path = self.plugin_path()
         ensure_connect(CONNECT_VERSION)
@@ -293,40 +295,6 @@ class ConnectWorkers:
 
     def running(self) -> list[WorkerRecord]:
         return [r for r in self._records() if self._alive(r)]
-
-
-def observe(state_dir: Path, spec: ConnectSpec) -> ConnectSeen:
-    """One look at a Connect cluster beside the local cluster in `state_dir`: its workers, its connectors."""
-    workers = ConnectWorkers(state_dir, spec)
-    running = len(workers.running())
-    try:
-        return ConnectSeen(spec, running, workers.rest().connectors())
-    except (ConnectionFailed, UsageError, KafkaRequestFailed) as exc:
-        return ConnectSeen(spec, running, None, str(exc))
-
-
-def start_declared(state_dir: Path, specs: SpecSet, spec: ConnectSpec, env: Mapping[str, str],
-                   progress: Progress) -> list[WorkerRecord]:
-    """`kraftform connect up` for one Connect cluster: refused before its internal topics exist (`kraftform apply`
-    makes them and its grants) or while its user's password is not set; the workers log in as that user."""
-    from kraftform.kafka.admin import Admin
-    from kraftform.kafka.credentials import passwords, read_secret
-
-    admin = dep.admin_config(state_dir)
-    present = set(Admin(admin).metadata().topics)
-    missing = [t for t in spec.internal_topics.values() if t not in present]
-    if missing:
-        raise UsageError(f"Connect cluster {spec.name!r}: its internal topics {', '.join(missing)} are not there "
-                         f"yet; `kraftform apply` makes them and its workers' grants")
-    user = next(u for u in specs.users if u.name == spec.user)
-    password = read_secret(user.password)
-    if password is None:
-        raise UsageError(f"Connect cluster {spec.name!r}: the password of its user {user.name!r} is not set "
-                         f"({user.password})")
-    kafka = admin.as_user(user.name, password, user.mechanism).java()
-    workers = ConnectWorkers(state_dir, spec)
-    workers.write_logins(passwords(specs.users))  # tasks that start with the workers read them
-    return workers.up(kafka, env, progress)
 
 
 def stop_all(state_dir: Path, grace: float = 30.0) -> None:

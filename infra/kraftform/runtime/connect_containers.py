@@ -23,8 +23,7 @@ import io
 import json
 import shlex
 import tarfile
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,7 +48,11 @@ from kraftform.cluster.connection import SASL_SSL, Connection
 from kraftform.cluster.containers import CONTAINER_UID, LABEL_CLUSTER
 from kraftform.connect.rest import ConnectRest
 from kraftform.errors import AuthenticationFailed, ClusterUnhealthy, ConnectionFailed, KafkaRequestFailed
-from kraftform.runtime.connect import CLASS_PATH_PLUGINS, DEFAULT_PLUGINS, START_TIMEOUT_S
+from kraftform.runtime.connect import (
+    CLASS_PATH_PLUGINS,
+    DEFAULT_PLUGINS,
+    START_TIMEOUT_S,
+)
 from kraftform.runtime.local import last_error_line
 from kraftform.specset.model import ConnectSpec
 from kraftform.versions import CONNECT_VERSION
@@ -82,9 +85,8 @@ class ConnectDeployment:
     cluster: str
     network: str
     image: str
-    #: The brokers on the network's internal listener, and the mechanism of the workers' user.
+    #: The brokers on the network's internal listener.
     bootstrap: str
-    mechanism: str
     ca: KeyPair = field(repr=False)
     password: str = field(repr=False)
     rest_password: str = field(repr=False)
@@ -96,6 +98,11 @@ class ConnectDeployment:
         return worker_container(self.cluster, self.spec.name, index)
 
     def files(self) -> WorkerFiles:
+        return self.files_of()
+
+    @staticmethod
+    def files_of() -> WorkerFiles:
+        """Where a worker's files are in its container."""
         return WorkerFiles(CONF, f"{CONF}/tls/rest.p12", f"{CONF}/tls/truststore.p12", f"{CONF}/jaas.conf",
                            f"{CONF}/rest-users.properties", f"{CONF}/logins")
 
@@ -106,7 +113,7 @@ class ConnectDeployment:
                    for p in self.spec.plugins}}
 
     def properties(self, index: int, plugins: Mapping[str, Path]) -> dict[str, str]:
-        kafka = Connection(self.bootstrap, SASL_SSL, self.mechanism, self.spec.user, self.password, CA_FILE).java()
+        kafka = Connection(self.bootstrap, SASL_SSL, self.spec.mechanism, self.spec.user, self.password, CA_FILE).java()
         paths = tuple(f"{PLUGINS}/{name}" for name in plugins if name not in CLASS_PATH_PLUGINS)
         return worker_properties(self.spec, index, self.name(index), kafka, self.files(), self.store_password, paths,
                                  bind="0.0.0.0")
@@ -132,10 +139,14 @@ class ConnectDeployment:
                 **{f"{files.logins}/{user}": (password, 0o600) for user, password in sorted(self.logins.items())}}
 
     def digest(self, index: int, plugins: Mapping[str, Path]) -> str:
-        """What decides that a worker must be made again: its files, its image, its command, its plugins."""
+        """What decides that a worker must be made again: its files, its image, its command, its plugins. Not the
+        connector users' passwords: `sync_logins` writes those into running workers, and their connectors' tasks
+        restart to read them (`relogin`)."""
         h = hashlib.sha256()
+        logins = self.files().logins
         for path, (content, mode) in sorted(self.text_files(index, plugins).items()):
-            h.update(f"{path}\0{mode}\0{content}\0".encode())
+            if not path.startswith(f"{logins}/"):
+                h.update(f"{path}\0{mode}\0{content}\0".encode())
         h.update(json.dumps([self.image, self.command(), sorted(str(p) for p in plugins.values()),
                              self.spec.rest_port]).encode())
         return h.hexdigest()
@@ -168,11 +179,13 @@ def _tar(entries: Mapping[str, tuple[bytes, int]], trees: Mapping[str, Path], pr
 
 
 class DockerConnectWorkers:
-    """The worker containers of one Connect cluster on a Docker engine."""
+    """The worker containers of one Connect cluster on a Docker engine. `ca_path`: the cluster CA's PEM file, which
+    kraftform's REST client checks the workers' certificates against."""
 
-    def __init__(self, client: docker.DockerClient, deployment: ConnectDeployment) -> None:
+    def __init__(self, client: docker.DockerClient, deployment: ConnectDeployment, ca_path: str) -> None:
         self.client = client
         self.d = deployment
+        self.ca_path = ca_path
 
     def containers(self) -> dict[int, Container]:
         """This Connect cluster's worker containers by index, running or not (those past the declared count too)."""
@@ -180,11 +193,15 @@ class DockerConnectWorkers:
             f"{LABEL_CLUSTER}={self.d.cluster}", f"{LABEL_CONNECT}={self.d.spec.name}"]})
         return {int(c.name.rsplit("-", 1)[1]): c for c in found if c.name}
 
+    def running(self) -> list[int]:
+        """The indexes of the declared workers whose container runs."""
+        found = self.containers()
+        return [i for i in range(self.d.spec.workers) if i in found and found[i].status == "running"]
+
     def not_running(self) -> list[str]:
         """The declared workers whose container is missing or not running."""
-        found = self.containers()
-        return [self.d.name(i) for i in range(self.d.spec.workers)
-                if i not in found or found[i].status != "running"]
+        running = self.running()
+        return [self.d.name(i) for i in range(self.d.spec.workers) if i not in running]
 
     def stale(self) -> list[str]:
         """The declared workers whose container was made from something else than declared now, and those past
@@ -195,14 +212,29 @@ class DockerConnectWorkers:
                        if i in found and found[i].labels.get(LABEL_DIGEST) != self.d.digest(i, plugins)]
                       + [c.name or "" for i, c in found.items() if i >= self.d.spec.workers])
 
-    @contextlib.contextmanager
-    def rest(self, index: int = 0, timeout: float = 30.0) -> Iterator[ConnectRest]:
-        """kraftform's REST login to one worker through its published port, TLS checked against the cluster's CA."""
-        with tempfile.NamedTemporaryFile("w", suffix=".pem", prefix="kraftform-ca-") as ca:
-            ca.write(self.d.ca.cert_pem)
-            ca.flush()
-            yield ConnectRest(f"https://127.0.0.1:{rest_port(self.d.spec, index)}", REST_USER, self.d.rest_password,
-                              ca.name, timeout)
+    def rest(self, index: int | None = None, timeout: float = 30.0) -> ConnectRest:
+        """kraftform's REST login to a worker (by default the first running one: the REST API forwards to the
+        leader where it must) through its published port, TLS checked against the cluster's CA."""
+        if index is None:
+            index = next(iter(self.running()), 0)
+        return ConnectRest(f"https://127.0.0.1:{rest_port(self.d.spec, index)}", REST_USER, self.d.rest_password,
+                           self.ca_path, timeout)
+
+    def sync_logins(self) -> frozenset[str]:
+        """The connector users' passwords written into each running worker where they differ (a password changed);
+        returns those users: their connectors' tasks must restart to read them."""
+        files = self.d.files()
+        changed: set[str] = set()
+        for container in self.containers().values():
+            if container.status != "running":
+                continue
+            stale = {u for u, password in self.d.logins.items()
+                     if container.exec_run(["cat", f"{files.logins}/{u}"]).output.decode(errors="replace") != password}
+            if stale:
+                container.put_archive("/", _tar({f"{files.logins}/{u}": (self.d.logins[u].encode(), 0o600)
+                                                 for u in sorted(stale)}, {}, (files.logins,)))
+                changed |= stale
+        return frozenset(changed)
 
     def up(self, progress: Progress, timeout: float = START_TIMEOUT_S) -> None:
         """Make each declared worker that is missing or made from something else (one at a time, each serving its
@@ -271,8 +303,7 @@ class DockerConnectWorkers:
                 raise ClusterUnhealthy(f"Connect worker {name} exited: {last_error_line(log)} "
                                        f"(docker logs {name})")
             try:
-                with self.rest(index, timeout=10) as rest:
-                    rest.request("GET", "/connectors", retry_s=0)
+                self.rest(index, timeout=10).request("GET", "/connectors", retry_s=0)
             except AuthenticationFailed:
                 raise
             except (ConnectionFailed, KafkaRequestFailed) as exc:
@@ -286,3 +317,4 @@ class DockerConnectWorkers:
         for container in found.values():
             self._remove(container)
         return sorted(c.name or "" for c in found.values())
+

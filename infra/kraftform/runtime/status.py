@@ -82,7 +82,7 @@ def status_of(specs: SpecSet, connection: Connection, data_dir: Path | None,
     from kraftform.cluster.topology import topology
     from kraftform.kafka.status import MIN_ISR, observe_status
     from kraftform.monitoring.status import assess
-    from kraftform.runtime.connect import observe
+    from kraftform.runtime.connect_clusters import observe
     from kraftform.spark.checkpoint import committed_offsets
     from kraftform.spark.job import placement
 

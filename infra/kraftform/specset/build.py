@@ -334,7 +334,8 @@ class Builder:
         connectors = tuple(self._connector(entry, i, c, mechanisms) for i, c in enumerate(d.get("connectors", ()))
                            if c is not SET_ASIDE)
         return ConnectSpec(
-            name=d["name"], user=d["user"], **present(d, "workers", "rest_port", "description"),
+            name=d["name"], user=d["user"], mechanism=mechanisms.get(d["user"], ConnectSpec.mechanism),
+            **present(d, "workers", "rest_port", "description"),
             heap_bytes=DEFAULT_CONNECT_HEAP if heap is None else heap, plugins=plugins,
             topic_prefix=topics.get("prefix", f"{d['name']}."),
             replication_factor=topics.get("replication_factor", cluster.defaults.replication_factor),

@@ -21,6 +21,7 @@ from kraftform.specset.model import (
     AclSpec,
     ClusterSpec,
     ConnectorSpec,
+    ConnectSpec,
     EnvSecret,
     SpecSet,
     TopicSpec,
@@ -340,6 +341,16 @@ def check_connect(s: SpecSet) -> Iterator[Problem]:
         yield from _duplicates(c.connectors, lambda k: k.name, lambda k: k.location, "connector")
         for k in c.connectors:
             yield from _connector_problems(s, k, users)
+    # A sink's consumer group is `connect-<name>` whichever Connect cluster runs it: two sinks of one name on one
+    # Kafka cluster would share it, and split the topics' partitions between them.
+    sinks = [(c, k) for c in s.connect for k in c.connectors if k.type == "sink"]
+    first: dict[str, ConnectSpec] = {}
+    for c, k in sinks:
+        if k.name in first and first[k.name] is not c:
+            yield Problem(k.location, f"sink connector {k.name!r} is also a sink of Connect cluster "
+                                      f"{first[k.name].name!r}: both would read as consumer group 'connect-{k.name}' "
+                                      f"and split its partitions; name them apart")
+        first.setdefault(k.name, c)
 
 
 def _connector_problems(s: SpecSet, k: ConnectorSpec, users: set[str]) -> Iterator[Problem]:

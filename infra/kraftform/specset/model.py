@@ -467,6 +467,8 @@ class ConnectSpec:
     user: str
     workers: int = 1
     rest_port: int = 18083
+    #: The SASL mechanism of the workers' user.
+    mechanism: str = "SCRAM-SHA-512"
     heap_bytes: int = DEFAULT_CONNECT_HEAP
     plugins: tuple[ConnectPlugin, ...] = ()
     topic_prefix: str = ""

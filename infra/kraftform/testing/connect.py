@@ -44,7 +44,8 @@ def running_connect(cluster: EphemeralCluster) -> Iterator[KafkaConnect]:
     """Every Connect cluster the specs declare, with its connectors as declared; workers stopped on exit."""
     from kraftform.connect.reconcile import apply_connect, plan_connect
     from kraftform.kafka.observe import acl_bindings
-    from kraftform.runtime.connect import ConnectWorkers, start_declared
+    from kraftform.runtime.connect import ConnectWorkers
+    from kraftform.runtime.connect_clusters import connect_workers, start_declared
 
     if not cluster.specs.connect:
         raise UsageError("the specs declare no Connect cluster (a `connect:` section)")
@@ -54,7 +55,7 @@ def running_connect(cluster: EphemeralCluster) -> Iterator[KafkaConnect]:
     try:
         clients = {}
         for spec in cluster.specs.connect:
-            started.append(ConnectWorkers(cluster.state_dir, spec))
+            started.append(connect_workers(cluster.state_dir, spec))
             start_declared(cluster.state_dir, cluster.specs, spec, env, lambda _line: None)
             rest = started[-1].rest()
             plan = plan_connect(rest, spec, granted, started[-1].logins(cluster.passwords))

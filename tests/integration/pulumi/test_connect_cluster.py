@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +24,7 @@ from confluent_kafka import Producer
 from pulumi.runtime import proto
 
 from kraftform.cluster.connect import REST_USER
-from kraftform.cluster.containers import kafka_image, network_bootstrap, network_name
+from kraftform.cluster.containers import LABEL_CLUSTER, kafka_image, network_bootstrap, network_name
 from kraftform.cluster.topology import topology
 from kraftform.connect.rest import ConnectRest
 from kraftform.pulumi.connect import ConnectClusterProvider, connect_props
@@ -42,6 +46,8 @@ USER = "stack-connect"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 #: Inside the worker's container (its user's to write).
 SINK_FILE = "/tmp/orders.txt"
+CLI_CONNECT, CLI_USER, CLI_PASSWORD_ENV = "cli-connect", "cli-connect", "KRAFTFORM_PASSWORD_CLI_CONNECT"
+CLI_ARCHIVER, CLI_ARCHIVER_ENV = "cli-archiver", "KRAFTFORM_PASSWORD_CLI_ARCHIVER"
 
 
 def _free_port() -> int:
@@ -55,6 +61,7 @@ def _free_port() -> int:
 class ConnectStack:
     host: ProviderHost
     cluster: EphemeralCluster
+    specs_dir: Path
     id: str = ""
     outputs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -69,9 +76,8 @@ class ConnectStack:
         brokers = [n.name for n in topology(cluster.specs.cluster).brokers]
         ca = {"cert": made.ca.cert_pem, "key": made.ca.key_pem}
         return connect_props(spec, cluster.name, network_name(cluster.name),
-                             kafka_image(cluster.specs.cluster.kafka_version), network_bootstrap(brokers),
-                             "SCRAM-SHA-512", ca, cluster.passwords[USER], {}, {}, admin.props(ca_pem=made.ca.cert_pem),
-                             False)
+                             kafka_image(cluster.specs.cluster.kafka_version), network_bootstrap(brokers), ca,
+                             cluster.passwords[USER], {}, {}, admin.props(ca_pem=made.ca.cert_pem), False)
 
     def up(self, spec: ConnectSpec) -> Any:
         """`pulumi up`: create, or a diff then an update when it says so; returns the diff."""
@@ -107,17 +113,25 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectStack]:
     (root / "cluster.yaml").write_text((CLUSTER_SPECS / "cluster.yaml").read_text())
     (root / "kafka.yaml").write_text(yaml.safe_dump({
         "topics": [{"name": TOPIC, "partitions": 1}],
-        "users": [{"name": USER, "password": {"env": "KRAFTFORM_PASSWORD_STACK_CONNECT"}}]}))
-    (root / "connect.yaml").write_text(yaml.safe_dump({"connect": [{
-        "name": "stack-connect", "user": USER, "rest_port": _free_port(),
-        "internal_topics": {"offsets_partitions": 1, "status_partitions": 1},
-        "config": {"offset.flush.interval.ms": 1000},
-        "connectors": [{"name": "archive", "class": FILE_SINK, "type": "sink", "topics": [TOPIC],
-                        "config": {"file": SINK_FILE}}]}]}))
+        "users": [{"name": USER, "password": {"env": "KRAFTFORM_PASSWORD_STACK_CONNECT"}},
+                  {"name": CLI_USER, "password": {"env": CLI_PASSWORD_ENV}},
+                  {"name": CLI_ARCHIVER, "password": {"env": CLI_ARCHIVER_ENV}}]}))
+
+    def connect(name: str, workers_user: str, sink: str, **archive: str) -> dict[str, Any]:
+        return {"name": name, "user": workers_user, "rest_port": _free_port(),
+                "internal_topics": {"offsets_partitions": 1, "status_partitions": 1},
+                "config": {"offset.flush.interval.ms": 1000},
+                "connectors": [{"name": sink, "class": FILE_SINK, "type": "sink", "topics": [TOPIC],
+                                "config": {"file": SINK_FILE}, **archive}]}
+
+    # The first for `pulumi up`'s provider, the second for `kraftform connect` on the Docker runtime, its sink
+    # logging in as a user of its own (its password in the workers' containers).
+    (root / "connect.yaml").write_text(yaml.safe_dump({"connect": [
+        connect("stack-connect", USER, "archive"), connect(CLI_CONNECT, CLI_USER, "cli-archive", user=CLI_ARCHIVER)]}))
     client = docker_client()
     with ephemeral_cluster(root, "fast", "docker", base_dir=base / "clusters") as cluster:
         host = ProviderHost(REPO, base / "host-tmp")
-        made = ConnectStack(host, cluster)
+        made = ConnectStack(host, cluster, root)
         try:
             made.up(made.spec)
             yield made
@@ -127,7 +141,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectStack]:
                     host.delete(ConnectClusterProvider(), "connect", made.id, made.outputs)
             finally:
                 host.close()
-                for c in client.containers.list(all=True, filters={"label": f"{LABEL_CONNECT}={made.spec.name}"}):
+                for c in client.containers.list(all=True, filters={"label": [LABEL_CONNECT,
+                                                                             f"{LABEL_CLUSTER}={cluster.name}"]}):
                     (base / f"{c.name}.log").write_bytes(c.logs())
                     c.remove(force=True)
 
@@ -196,3 +211,51 @@ def test_a_worker_setting_changed_makes_the_worker_again(stack: ConnectStack) ->
     assert "making worker 0 again (its configuration changed)" in stack.host.stderr.read_text()
     assert stack.rest().connectors()["archive"].state == "running"
     assert stack.up(changed).changes == proto.DiffResponse.DIFF_NONE
+
+
+def test_kraftform_connect_runs_workers_in_containers_beside_a_docker_cluster(stack: ConnectStack) -> None:
+    """The same workers through the CLI, for a cluster of the Docker runtime: up, apply, status, plan, down."""
+    spec = stack.cluster.specs.connect[1]
+    env = {**os.environ, CLI_PASSWORD_ENV: stack.cluster.passwords[CLI_USER],
+           CLI_ARCHIVER_ENV: stack.cluster.passwords[CLI_ARCHIVER]}
+
+    def kraftform(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "kraftform", "connect", *args, str(stack.specs_dir), "--state-dir",
+                               str(stack.cluster.state_dir), "--name", CLI_CONNECT], capture_output=True, text=True,
+                              env=env, timeout=600, check=False)
+
+    up = kraftform("up")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert f"{CLI_CONNECT}: 1 worker(s): https://127.0.0.1:{spec.rest_port}" in up.stdout
+    name = worker_container(stack.cluster.name, CLI_CONNECT, 0)
+    assert docker_client().containers.get(name).status == "running"
+    assert kraftform("plan").returncode == 2
+    applied = kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    status = kraftform("status")
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert "1 of 1 worker(s) running" in status.stdout and "cli-archive" in status.stdout
+    # The sink reads as its own user: its password is in the worker's container, a file only the worker reads.
+    container = docker_client().containers.get(name)
+    login = container.exec_run(["stat", "-c", "%a %U", f"/etc/kraftform-connect/logins/{CLI_ARCHIVER}"])
+    assert login.output.decode().split() == ["600", "kafka"]
+    before = len(stack.sunk())
+    producer = Producer(stack.cluster.client())
+    producer.produce(TOPIC, b'{"n": 99}')
+    assert producer.flush(30) == 0
+    deadline = time.monotonic() + 60
+    while "{n=99}" not in _cat(container) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert "{n=99}" in _cat(container) and len(stack.sunk()) > before
+    assert kraftform("plan").returncode == 0
+    again = kraftform("up")
+    assert again.returncode == 0 and "starting worker" not in again.stderr, again.stderr
+    down = kraftform("down", "--purge")
+    assert down.returncode == 0, down.stderr
+    assert not docker_client().containers.list(all=True, filters={"name": name})
+    assert kraftform("status").returncode == 2
+
+
+def _cat(container: Any) -> str:
+    result = container.exec_run(["cat", SINK_FILE])
+    return str(result.output.decode()) if result.exit_code == 0 else ""

@@ -202,3 +202,24 @@ def test_workers_allow_a_login_override_and_read_logins_from_their_directory_onl
     assert props["config.providers"] == "env,dir"
     assert props["config.providers.dir.class"] == "org.apache.kafka.common.config.provider.DirectoryConfigProvider"
     assert props["config.providers.dir.param.allowed.paths"] == "/c/logins"
+
+
+def test_two_sinks_of_one_name_in_two_connect_clusters_are_refused(specs_copy: SpecsCopy) -> None:
+    """Both would be consumer group `connect-<name>` on the one Kafka cluster, each reading half the partitions."""
+    second = """
+  - name: other-connect
+    user: orders-connect
+    rest_port: 18183
+    connectors:
+      - name: orders-archive
+        class: org.apache.kafka.connect.file.FileStreamSinkConnector
+        type: sink
+        topics: [orders.created.v1]
+        config: {file: /var/archive/other.txt}
+"""
+    with pytest.raises(SpecError) as caught:
+        load_specs(with_connect(specs_copy(), CONNECT + second))
+    [problem] = [p for p in caught.value.problems if "also a sink" in p.message]
+    assert problem.message.startswith("sink connector 'orders-archive' is also a sink of Connect cluster "
+                                      "'orders-connect': both would read as consumer group 'connect-orders-archive'")
+    assert (problem.location.line, problem.location.path) == (26, "$.connect[1].connectors[0]")

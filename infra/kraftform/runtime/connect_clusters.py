@@ -1,0 +1,123 @@
+"""The Connect clusters beside a cluster kraftform runs, whichever its runtime: JVMs on this machine beside a local
+cluster (`runtime.connect`), containers beside a Docker one (`runtime.connect_containers`, as `pulumi up` runs
+them). What `kraftform connect`, `kraftform status` and the pytest plugin call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from kraftform.cluster.connect import rest_port
+from kraftform.cluster.connection import Connection
+from kraftform.cluster.containers import network_bootstrap
+from kraftform.connect.rest import ConnectRest
+from kraftform.errors import ConnectionFailed, KafkaRequestFailed, UsageError
+from kraftform.monitoring.status import ConnectSeen
+from kraftform.plan.connectors import Logins
+from kraftform.runtime import deployment as dep
+from kraftform.runtime.connect import START_TIMEOUT_S, ConnectWorkers, Progress, WorkerRecord, _read
+from kraftform.runtime.connect_containers import ConnectDeployment, DockerConnectWorkers
+from kraftform.runtime.engine import docker_client
+from kraftform.specset.model import ConnectSpec, SpecSet
+
+
+class DockerStateWorkers(ConnectWorkers):
+    """`kraftform connect` beside a cluster of the Docker runtime (`kraftform cluster up --runtime docker`): the
+    workers in containers as `pulumi up` runs them, on the cluster's network and image; their REST and key store
+    passwords, and the connector users' passwords as last given to them, kept in the state directory as the local
+    runtime keeps them."""
+
+    def _docker(self, password: str = "", environment: Mapping[str, str] | None = None,
+                logins: Mapping[str, str] | None = None) -> DockerConnectWorkers:
+        """`password` (the workers' Kafka password) and `environment` matter only to a call that makes workers."""
+        deployment = dep.load(self.state_dir)
+        made = self._secrets()
+        brokers = [n.name for n in deployment.nodes if "broker" in n.roles]
+        d = ConnectDeployment(self.spec, deployment.cluster_name, deployment.extra["network"],
+                              deployment.extra["image"], network_bootstrap(brokers),
+                              dep.load_secrets(self.state_dir).ca, password, made["rest_password"],
+                              made["store_password"], dict(logins or {}),
+                              {name: environment.get(name, "") for name in self.spec.environment_names}
+                              if environment is not None else {})
+        return DockerConnectWorkers(docker_client(), d, str(dep.admin_config(self.state_dir).ca_path))
+
+    def _recorded_logins(self) -> dict[str, str]:
+        return {u: text for u in self.spec.connector_users if (text := _read(self.logins_dir / u)) is not None}
+
+    @property
+    def container_logins(self) -> str:
+        return ConnectDeployment.files_of().logins
+
+    def logins(self, found: Mapping[str, str | None]) -> Logins:
+        return dataclasses.replace(super().logins(found), path=self.container_logins)
+
+    def write_logins(self, found: Mapping[str, str | None]) -> None:
+        """The record in the state directory, then the passwords in every running worker (their tasks restart to
+        read them: `relogin`)."""
+        super().write_logins(found)
+        self._docker(logins=self._recorded_logins()).sync_logins()
+
+    def rest(self) -> ConnectRest:
+        if not self._docker().containers():
+            raise UsageError(f"Connect cluster {self.spec.name!r} is not running here; start it with "
+                             f"`kraftform connect up`")
+        return self._docker().rest()
+
+    def up(self, login: Connection, env: Mapping[str, str], progress: Progress,
+           timeout: float = START_TIMEOUT_S) -> list[WorkerRecord]:
+        assert login.password is not None
+        workers = self._docker(login.password, env, self._recorded_logins())
+        workers.up(progress, timeout)
+        return self.running()
+
+    def down(self, purge: bool = False) -> None:
+        self._docker().down()
+        if purge:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def running(self) -> list[WorkerRecord]:
+        return [WorkerRecord(i, "127.0.0.1", rest_port(self.spec, i), 0) for i in self._docker().running()]
+
+
+def connect_workers(state_dir: Path, spec: ConnectSpec) -> ConnectWorkers:
+    """The workers of `spec` beside the cluster in `state_dir`: JVMs on this machine beside a local cluster,
+    containers beside a Docker one (`connect_containers`)."""
+    if dep.load(state_dir).runtime == "docker":
+        return DockerStateWorkers(state_dir, spec)
+    return ConnectWorkers(state_dir, spec)
+
+
+def observe(state_dir: Path, spec: ConnectSpec) -> ConnectSeen:
+    """One look at a Connect cluster beside the cluster in `state_dir`: its workers, its connectors."""
+    workers = connect_workers(state_dir, spec)
+    running = len(workers.running())
+    try:
+        return ConnectSeen(spec, running, workers.rest().connectors())
+    except (ConnectionFailed, UsageError, KafkaRequestFailed) as exc:
+        return ConnectSeen(spec, running, None, str(exc))
+
+
+def start_declared(state_dir: Path, specs: SpecSet, spec: ConnectSpec, env: Mapping[str, str],
+                   progress: Progress) -> list[WorkerRecord]:
+    """`kraftform connect up` for one Connect cluster: refused before its internal topics exist (`kraftform apply`
+    makes them and its grants) or while its user's password is not set; the workers log in as that user."""
+    from kraftform.kafka.admin import Admin
+    from kraftform.kafka.credentials import passwords, read_secret
+
+    admin = dep.admin_config(state_dir)
+    present = set(Admin(admin).metadata().topics)
+    missing = [t for t in spec.internal_topics.values() if t not in present]
+    if missing:
+        raise UsageError(f"Connect cluster {spec.name!r}: its internal topics {', '.join(missing)} are not there "
+                         f"yet; `kraftform apply` makes them and its workers' grants")
+    user = next(u for u in specs.users if u.name == spec.user)
+    password = read_secret(user.password)
+    if password is None:
+        raise UsageError(f"Connect cluster {spec.name!r}: the password of its user {user.name!r} is not set "
+                         f"({user.password})")
+    workers = connect_workers(state_dir, spec)
+    workers.write_logins(passwords(specs.users))  # tasks that start with the workers read them
+    return workers.up(admin.as_user(user.name, password, user.mechanism), env, progress)

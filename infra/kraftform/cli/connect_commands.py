@@ -1,4 +1,4 @@
-"""`kraftform connect up|down|plan|apply|status`: the specs' Kafka Connect clusters beside a local cluster.
+"""`kraftform connect up|down|plan|apply|status`: the specs' Kafka Connect clusters beside a cluster kraftform runs.
 
 The Connect clusters' internal topics and their workers' grants are Kafka objects: `kraftform plan` and `apply`
 make them with everything else, and `connect up` refuses to start workers before they exist. Connectors go
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from kraftform.connect.rest import ConnectRest
     from kraftform.runtime.connect import ConnectWorkers
 
-STATE_HELP = "the state directory of a local cluster `kraftform cluster up` started (the workers run beside it)"
+STATE_HELP = ("the state directory of a cluster `kraftform cluster up` started (the workers run beside it: JVMs "
+              "beside a local cluster, containers beside a Docker one)")
 
 
 def register(sub: Any) -> None:

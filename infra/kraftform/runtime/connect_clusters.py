@@ -47,12 +47,9 @@ class DockerStateWorkers(ConnectWorkers):
     def _recorded_logins(self) -> dict[str, str]:
         return {u: text for u in self.spec.connector_users if (text := _read(self.logins_dir / u)) is not None}
 
-    @property
-    def container_logins(self) -> str:
-        return ConnectDeployment.files_of().logins
-
     def logins(self, found: Mapping[str, str | None]) -> Logins:
-        return dataclasses.replace(super().logins(found), path=self.container_logins)
+        """As the local runtime's, the directory being the containers'."""
+        return dataclasses.replace(super().logins(found), path=ConnectDeployment.files_of().logins)
 
     def write_logins(self, found: Mapping[str, str | None]) -> None:
         """The record in the state directory, then the passwords in every running worker (their tasks restart to
@@ -61,14 +58,19 @@ class DockerStateWorkers(ConnectWorkers):
         self._docker(logins=self._recorded_logins()).sync_logins()
 
     def rest(self) -> ConnectRest:
-        if not self._docker().containers():
+        workers = self._docker()
+        if not workers.containers():
             raise UsageError(f"Connect cluster {self.spec.name!r} is not running here; start it with "
                              f"`kraftform connect up`")
-        return self._docker().rest()
+        return workers.rest()
 
     def up(self, login: Connection, env: Mapping[str, str], progress: Progress,
            timeout: float = START_TIMEOUT_S) -> list[WorkerRecord]:
         assert login.password is not None
+        unset = [name for name in self.spec.environment_names if not env.get(name)]
+        if unset:  # written into the containers as they are made: an empty one would be a connector's setting
+            raise UsageError(f"Connect cluster {self.spec.name!r}: connector secret(s) not set in the environment: "
+                             f"{', '.join(unset)} (`kraftform passwords` lists them)")
         workers = self._docker(login.password, env, self._recorded_logins())
         workers.up(progress, timeout)
         return self.running()

@@ -77,7 +77,7 @@ def cluster_status(deployment: Deployment, state_dir: Path) -> ClusterStatus:
 def status_of(specs: SpecSet, connection: Connection, data_dir: Path | None,
               state_dir: Path | None = None) -> Status:
     """`kraftform status`: one look at the cluster (the Spark consumers' positions from their checkpoints under
-    `data_dir`; the Connect clusters whose workers run beside the local cluster in `state_dir`), judged against
+    `data_dir`; the Connect clusters whose workers run beside the cluster in `state_dir`), judged against
     the specs."""
     from kraftform.cluster.topology import topology
     from kraftform.kafka.status import MIN_ISR, observe_status
@@ -93,6 +93,6 @@ def status_of(specs: SpecSet, connection: Connection, data_dir: Path | None,
         positions[consumer.name] = done[1] if done is not None else None
     declared = {t.name: int(t.config.get(MIN_ISR, 1)) for t in specs.topics}
     connect = tuple(observe(state_dir, spec) for spec in specs.connect) if state_dir is not None else ()
-    notes = tuple(f"Connect cluster {spec.name}: not looked at (its workers are found through a local cluster's "
-                  f"--state-dir)" for spec in specs.connect) if state_dir is None else ()
+    notes = tuple(f"Connect cluster {spec.name}: not looked at (its workers are found through the "
+                  f"--state-dir of the cluster they run beside)" for spec in specs.connect) if state_dir is None else ()
     return assess(topology(specs.cluster), declared, observe_status(connection, specs, positions), connect, notes)

@@ -91,6 +91,17 @@ def _worker_alive(pid: int, directory: str) -> bool:
     return CONNECT_MAIN.encode() in cmdline and directory.encode() in cmdline
 
 
+def serves(rest: ConnectRest) -> None:
+    """One attempt of a wait for a worker's REST API: NotYet while it does not answer; a refused login raises at once
+    (the API runs and refuses kraftform's login: no waiting mends that)."""
+    try:
+        rest.request("GET", "/connectors", retry_s=0)
+    except AuthenticationFailed:
+        raise  # a ConnectionFailed, but not one to wait out
+    except (ConnectionFailed, KafkaRequestFailed) as exc:
+        raise NotYet(str(exc)) from None
+
+
 def worker_host(state_dir: Path, index: int) -> str:
     return f"{loopback_base(state_dir)}2.{index + 1}"
 
@@ -275,12 +286,7 @@ class ConnectWorkers:
             if not self._alive(record):
                 raise ClusterUnhealthy(f"Connect worker {record.index} of {self.spec.name!r} exited: "
                                        f"{last_error_line(tail(log))} (its log: {log})")
-            try:
-                rest.request("GET", "/connectors", retry_s=0)
-            except AuthenticationFailed:
-                raise  # the REST API runs and refuses kraftform's login: no waiting mends that
-            except (ConnectionFailed, KafkaRequestFailed) as exc:
-                raise NotYet(str(exc)) from None
+            serves(rest)
 
         poll(f"Connect worker {record.index} of {self.spec.name!r} to serve its REST API", timeout, answered,
              interval=1.0)

@@ -49,7 +49,7 @@ class DockerStateWorkers(ConnectWorkers):
 
     def logins(self, found: Mapping[str, str | None]) -> Logins:
         """As the local runtime's, the directory being the containers'."""
-        return dataclasses.replace(super().logins(found), path=ConnectDeployment.files_of().logins)
+        return dataclasses.replace(super().logins(found), path=ConnectDeployment.files().logins)
 
     def write_logins(self, found: Mapping[str, str | None]) -> None:
         """The record in the state directory, then the passwords in every running worker (their tasks restart to

@@ -47,16 +47,17 @@ from kraftform.cluster.connect import (
 from kraftform.cluster.connection import SASL_SSL, Connection
 from kraftform.cluster.containers import CONTAINER_UID, LABEL_CLUSTER
 from kraftform.connect.rest import ConnectRest
-from kraftform.errors import AuthenticationFailed, ClusterUnhealthy, ConnectionFailed, KafkaRequestFailed
+from kraftform.errors import ClusterUnhealthy
 from kraftform.runtime.connect import (
     CLASS_PATH_PLUGINS,
     DEFAULT_PLUGINS,
     START_TIMEOUT_S,
+    serves,
 )
 from kraftform.runtime.local import last_error_line
 from kraftform.specset.model import ConnectSpec
 from kraftform.versions import CONNECT_VERSION
-from kraftform.waiting import NotYet, poll
+from kraftform.waiting import poll
 
 #: Which Connect cluster a container is a worker of, and the digest of what it was made from.
 LABEL_CONNECT = "dev.kraftform.connect"
@@ -97,11 +98,8 @@ class ConnectDeployment:
     def name(self, index: int) -> str:
         return worker_container(self.cluster, self.spec.name, index)
 
-    def files(self) -> WorkerFiles:
-        return self.files_of()
-
     @staticmethod
-    def files_of() -> WorkerFiles:
+    def files() -> WorkerFiles:
         """Where a worker's files are in its container."""
         return WorkerFiles(CONF, f"{CONF}/tls/rest.p12", f"{CONF}/tls/truststore.p12", f"{CONF}/jaas.conf",
                            f"{CONF}/rest-users.properties", f"{CONF}/logins")
@@ -302,12 +300,7 @@ class DockerConnectWorkers:
                 log = container.logs(tail=200).decode(errors="replace")
                 raise ClusterUnhealthy(f"Connect worker {name} exited: {last_error_line(log)} "
                                        f"(docker logs {name})")
-            try:
-                self.rest(index, timeout=10).request("GET", "/connectors", retry_s=0)
-            except AuthenticationFailed:
-                raise
-            except (ConnectionFailed, KafkaRequestFailed) as exc:
-                raise NotYet(str(exc)) from None
+            serves(self.rest(index, timeout=10))
 
         poll(f"Connect worker {name} to serve its REST API", timeout, answered, interval=1.0)
 

@@ -57,31 +57,51 @@ def unique(prefix: str = "it") -> str:
 class Clusters:
     """Starts at most one cluster per runtime per session, on first use, through `kraftform.testing` as a user's
     suite starts its own (the `faithful` topology: the test spec's 3 controllers and 3 brokers, its security, a
-    name, ports and a directory of its own, swept if a killed session left it); stops them all at the end."""
+    name, ports and a directory of its own, swept if a killed session left it); stops each once no test left
+    needs it, and all at the end."""
 
     def __init__(self) -> None:
         self.running: dict[str, LiveCluster] = {}
-        self._stack = contextlib.ExitStack()
+        self._stacks: dict[str, contextlib.ExitStack] = {}
 
     def get(self, runtime_name: str) -> LiveCluster:
         if runtime_name not in self.running:
-            started = self._stack.enter_context(ephemeral_cluster(CLUSTER_SPECS, "faithful", runtime_name))
+            stack = self._stacks[runtime_name] = contextlib.ExitStack()
+            started = stack.enter_context(ephemeral_cluster(CLUSTER_SPECS, "faithful", runtime_name))
             self.running[runtime_name] = LiveCluster(runtime_of(started.state_dir), started.state_dir,
                                                      started.specs.cluster)
         return self.running[runtime_name]
 
+    def stop(self, runtime_name: str) -> None:
+        self.running.pop(runtime_name, None)
+        stack = self._stacks.pop(runtime_name, None)
+        if stack is not None:
+            stack.close()
+
     def stop_all(self) -> None:
-        self._stack.close()
+        for runtime_name in list(self._stacks):
+            self.stop(runtime_name)
 
 
-#: Session fixtures that, once started, run until the session ends.
+#: Session fixtures that, once started, run until the session ends (the Docker cluster: until its last test).
 SHARED_FIXTURES = {"clusters", "spark"}
+#: The session's clusters once made, and the last test that needs the Docker one: `pytest_runtest_teardown`
+#: stops it there.
+_SESSION: list[Clusters] = []
+_LAST_DOCKER: dict[str, str] = {}
+
+
+def needs_docker_cluster(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return ("docker_cluster" in getattr(item, "fixturenames", ())
+            or (callspec is not None and callspec.params.get("cluster") == "docker"))
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules that start clusters of their own run before the first test that needs a shared one (a shared
-    cluster or the shared Spark session).
+    cluster or the shared Spark session); among those, the modules that need the shared Docker cluster first, so
+    that it stops early (`pytest_runtest_teardown`).
 
     The shared clusters live until the session ends once started: twelve idle JVMs beside a module's own cluster
     on 2 cores doubled its rolls and starts (a read-only roll 78-114 s alone, 210 s in CI). Whole modules move,
@@ -94,15 +114,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     shared = {module(i) for i in items if SHARED_FIXTURES & set(getattr(i, "fixturenames", ()))}
     first_shared = next((n for n, i in enumerate(items) if module(i) in shared), len(items))
     head, tail = items[:first_shared], items[first_shared:]
-    items[:] = head + [i for i in tail if module(i) not in shared] + [i for i in tail if module(i) in shared]
+    on_docker = {module(i) for i in tail if needs_docker_cluster(i)}
+    items[:] = (head + [i for i in tail if module(i) not in shared]
+                + [i for i in tail if module(i) in on_docker] + [i for i in tail if module(i) in shared - on_docker])
+    last = [i.nodeid for i in items if needs_docker_cluster(i)]
+    _LAST_DOCKER.clear()
+    _LAST_DOCKER.update({"nodeid": last[-1]} if last else {})
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """The shared Docker cluster stops after the last test that needs it: six idle containers beside the local
+    cluster, Spark and Connect would cost every test after it its share of two cores."""
+    if _SESSION and item.nodeid == _LAST_DOCKER.get("nodeid"):
+        _SESSION[0].stop("docker")
 
 
 @pytest.fixture(scope="session")
 def clusters() -> Iterator[Clusters]:
     started = Clusters()
+    _SESSION.append(started)
     try:
         yield started
     finally:
+        _SESSION.remove(started)
         started.stop_all()
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kraftform.cli.reconcile_commands import confirmed, reviewed_move
 from kraftform.cli.spec_commands import DEFAULT_SPECS
+from kraftform.connect.reconcile import STABLE_FOR_S
 from kraftform.declared import load_specs
 from kraftform.errors import PlanRefusedError, UsageError
 from kraftform.plan.changes import Plan, Safety
@@ -55,6 +56,10 @@ def register(sub: Any) -> None:
     apply.add_argument("--auto-approve", action="store_true", help="apply without asking")
     apply.add_argument("--allow-destructive", action="store_true",
                        help="also delete connectors no longer declared and change a connector's class or topics")
+    apply.add_argument("--stable-for", type=float, default=STABLE_FOR_S, metavar="S",
+                       help=f"how long every connector and task must run as declared before apply says so "
+                            f"(default {STABLE_FOR_S:.0f}: a task reports running before it fails on a refusal, "
+                            f"5-6 s after its start here)")
     command("status", "each connector's and task's state against the declared one: exit 2 when one differs",
             cmd_status)
     offsets = command("offsets", "a connector's offsets per source partition (KIP-875); with --reset or --set, "
@@ -162,7 +167,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         return 1
     for workers, rest, one in plans:
         workers.write_logins(found)
-        apply_connect(rest, workers.spec, one, _progress)
+        apply_connect(rest, workers.spec, one, _progress, stable_s=args.stable_for)
     print(f"Applied {summary(plan)}; the connectors are as declared.")
     return 0
 

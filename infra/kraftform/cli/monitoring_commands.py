@@ -55,6 +55,9 @@ def register(sub: Any) -> None:
     p.add_argument("--data-dir", type=Path, default=Path(DEFAULT_DATA),
                    help=f"where the Spark consumers' checkpoints are (default {DEFAULT_DATA})")
     p.add_argument("--scrape-interval", type=float, default=5.0, help="seconds between scrapes (default 5)")
+    p.add_argument("--max-for", type=int, default=None, metavar="S",
+                   help="cap every alert rule's `for:` at S seconds, to try the alerts without waiting their "
+                        "production durations (default: each rule's own)")
     p.set_defaults(handler=cmd_up)
     p = ms.add_parser("down", help="stop the Prometheus and exporter `monitoring up` started")
     p.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE), metavar="DIR", help=STATE_HELP)
@@ -111,7 +114,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     from kraftform.runtime.monitoring import monitoring_up
 
     running = monitoring_up(load_specs(args.specs_dir), Path(args.specs_dir), args.state_dir,
-                            args.data_dir.resolve(), args.scrape_interval)
+                            args.data_dir.resolve(), args.scrape_interval, args.max_for)
     print(f"Prometheus: {running.prometheus_url} (rules: {running.rules_file})")
     print(f"kraftform exporter: {running.exporter_url}")
     print(f"scrape targets: {running.targets_file}")

@@ -108,6 +108,15 @@ def unobservable(cluster: ClusterSpec) -> str:
             f"into the nodes' server.properties where kraftform runs them (--state-dir, `pulumi up`)")
 
 
+def _as_started(specs: SpecSet, args: argparse.Namespace) -> SpecSet:
+    """With --state-dir, the cluster section as its nodes were started (`deployment.as_started`)."""
+    if args.state_dir is None:
+        return specs
+    from kraftform.runtime.deployment import as_started
+
+    return dataclasses.replace(specs, cluster=as_started(specs.cluster, args.state_dir))
+
+
 def _target(args: argparse.Namespace, specs: SpecSet) -> Target:
     if args.state_dir is None:
         connection = read_connection(args.command_config)
@@ -131,7 +140,7 @@ def _target(args: argparse.Namespace, specs: SpecSet) -> Target:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    specs = load_specs(args.specs_dir)
+    specs = _as_started(load_specs(args.specs_dir), args)
     loaded = time.monotonic()
     plan = _target(args, specs).plan
     planned = time.monotonic()
@@ -176,7 +185,7 @@ def _progress(message: str) -> None:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    specs = load_specs(args.specs_dir)
+    specs = _as_started(load_specs(args.specs_dir), args)
     if os.environ.get("KRAFTFORM_TIMINGS"):
         print(f"timings: specs {time.monotonic() - started:.3f} s", file=sys.stderr)
     try:

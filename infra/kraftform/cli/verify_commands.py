@@ -9,6 +9,7 @@ from typing import Any
 
 from kraftform.cli.spec_commands import DEFAULT_SPECS
 from kraftform.runtime import RUNTIMES
+from kraftform.verification import SECTIONS
 
 
 def register(sub: Any) -> None:
@@ -40,6 +41,9 @@ def register(sub: Any) -> None:
     verify.add_argument("--scan", type=Path, action="append", default=[], metavar="PATH",
                         help="also scan this file or directory for secrets (e.g. `pulumi stack export` output); "
                              "repeatable")
+    verify.add_argument("--skip", action="append", default=[], choices=SECTIONS, metavar="SECTION",
+                        help=f"leave a section out ({', '.join(SECTIONS)}; repeatable): its row says `not run`. "
+                             "CI skips performance, whose timings a machine busy with a test suite cannot judge")
     verify.add_argument("--seed", type=int, default=1, help="seed of the generated spec sets and kills")
     verify.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     verify.set_defaults(handler=cmd_verify)
@@ -51,7 +55,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     render = {"text": render_text, "markdown": render_markdown, "json": render_json}[args.format]
     options = Options(Path(args.specs_dir), QUICK if args.quick else FULL, args.state_dir, args.command_config,
-                      args.runtime, args.work_dir, args.keep, tuple(args.scan), args.seed, args.entry_point)
+                      args.runtime, args.work_dir, args.keep, tuple(args.scan), args.seed, frozenset(args.skip),
+                      args.entry_point)
     report, _ = verify(options, lambda line: print(line, file=sys.stderr, flush=True), render)
     print(render(report), end="")
     return 0 if report.passed else 1

@@ -61,7 +61,7 @@ def _invalid(rest: ConnectRest, connector: ConnectorSpec, logins: Logins) -> lis
 
 
 def apply_connect(rest: ConnectRest, spec: ConnectSpec, plan: Plan, progress: Progress,
-                  timeout: float = SETTLE_TIMEOUT_S) -> None:
+                  timeout: float = SETTLE_TIMEOUT_S, stable_s: float = STABLE_FOR_S) -> None:
     done: set[tuple[str, str]] = set()
     for change in plan.changes:
         work = change.payload
@@ -85,7 +85,7 @@ def apply_connect(rest: ConnectRest, spec: ConnectSpec, plan: Plan, progress: Pr
             rest.restart(name, only_failed=work.operation == "restart")
         elif work.operation == "delete":
             rest.delete(name)
-    wait_declared(rest, spec, timeout)
+    wait_declared(rest, spec, timeout, stable_s)
 
 
 def _verb(work: ConnectorWork) -> str:
@@ -95,8 +95,9 @@ def _verb(work: ConnectorWork) -> str:
                                                        "stopped": "stopping"}.get(work.state or "", "changing"))
 
 
-def wait_declared(rest: ConnectRest, spec: ConnectSpec, timeout: float = SETTLE_TIMEOUT_S) -> None:
-    """Until each declared connector is in its state and, if running, each of its tasks runs, for STABLE_FOR_S; a
+def wait_declared(rest: ConnectRest, spec: ConnectSpec, timeout: float = SETTLE_TIMEOUT_S,
+                  stable_s: float = STABLE_FOR_S) -> None:
+    """Until each declared connector is in its state and, if running, each of its tasks runs, for `stable_s`; a
     task (or connector) failed for FAILED_FOR_S raises with Connect's own account of it."""
     deadline = time.monotonic() + timeout
     failing_since: dict[str, float] = {}
@@ -117,7 +118,7 @@ def wait_declared(rest: ConnectRest, spec: ConnectSpec, timeout: float = SETTLE_
             settled_since = None
         else:
             settled_since = settled_since or time.monotonic()
-            if time.monotonic() - settled_since >= STABLE_FOR_S:
+            if time.monotonic() - settled_since >= stable_s:
                 return
         if time.monotonic() >= deadline:
             raise KafkaRequestFailed(f"Connect cluster {spec.name!r}: not as declared after {timeout:.0f} s: "

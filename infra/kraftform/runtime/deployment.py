@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -169,6 +170,17 @@ def load_existing(state_dir: Path, runtime: str, cluster_name: str) -> Deploymen
         raise UsageError(f"{state_dir} holds {deployment.runtime} cluster {deployment.cluster_name!r}; "
                          f"use another --state-dir")
     return deployment
+
+
+def as_started(cluster: ClusterSpec, state_dir: Path) -> ClusterSpec:
+    """`cluster` with the start mode of the nodes running in `state_dir`, which the specs cannot say: the nodes a
+    roll or a resize starts run as the others do. A test cluster (`quick_start`: the client compiler only, no
+    metrics agent) stays one; a cluster `cluster up` started keeps its full JIT and its metrics."""
+    if not (state_dir / STATE_FILE).is_file():
+        return cluster
+    nodes = load(state_dir).nodes
+    quick = bool(nodes) and all(n.quick_start for n in nodes)
+    return cluster if quick == cluster.quick_start else dataclasses.replace(cluster, quick_start=quick)
 
 
 def write_client_files(state_dir: Path, bootstrap: str, username: str, password: str, mechanism: str,

@@ -83,8 +83,9 @@ def _spawn(cmd: list[str], log: Path) -> int:
 
 
 def monitoring_up(specs: SpecSet, specs_dir: Path, state_dir: Path, data_dir: Path,
-                  interval_s: float = 5.0) -> Running:
-    """(Re)start Prometheus and the exporter for the cluster in `state_dir` with rules from `specs`."""
+                  interval_s: float = 5.0, max_for_s: int | None = None) -> Running:
+    """(Re)start Prometheus and the exporter for the cluster in `state_dir` with rules from `specs` (each `for:`
+    capped at `max_for_s`, if given)."""
     prometheus = shutil.which("prometheus")
     if prometheus is None:
         raise EnvironmentMissing("Prometheus is needed (apt-get install prometheus; scripts/setup installs it)")
@@ -96,7 +97,7 @@ def monitoring_up(specs: SpecSet, specs_dir: Path, state_dir: Path, data_dir: Pa
     monitoring_down(state_dir)
     home = state_dir.resolve() / MONITORING_DIR
     home.mkdir(parents=True, exist_ok=True)
-    (home / "rules.yml").write_text(rules_yaml(specs))
+    (home / "rules.yml").write_text(rules_yaml(specs, max_for_s))
     (home / "dashboard.json").write_text(json.dumps(dashboard(specs), indent=2) + "\n")
     exporter = f"127.0.0.1:{_free_port()}"
     config = prometheus_config(specs.cluster.name, nodes, exporter, str(home / "rules.yml"),

@@ -403,10 +403,15 @@ def _untouched(rest: tuple[NodeStep, ...]) -> str:
 
 def _wait_back(runtime: Nodes, s: NodeStep, connection: Connection, options: RollOptions, since_ms: int = 0) -> None:
     name = s.node.name
+    first = runtime.process_id(name)
 
     def check() -> str | None:
-        if not runtime.process_id(name):
+        now = runtime.process_id(name)
+        if not now:
             raise RollHalted(f"{name} exited")  # not worth waiting for: nothing starts a local node again
+        if first and now != first:
+            # A container's restart policy starts it again after each exit: a crash loop, not a slow start.
+            raise RollHalted(f"{name} exited and was started again by its restart policy")
         return gates.why_not_ready(connection, s.node, since_ms)
 
     wait_gate(f"{name} to be back", options.node_timeout_s, check)

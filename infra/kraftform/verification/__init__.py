@@ -5,3 +5,6 @@ One package, two halves: pure modules (reading Kafka's tools' output `toolout`, 
 table `report`) and the runs that start tools, kill nodes and apply specs (`target`, `durability`,
 `performance`, `resilience`, `run`). It sits above `runtime`, whose clusters it runs against.
 """
+
+#: The sections of a run, in order, by the names `--skip` takes.
+SECTIONS = ("performance", "delivery", "resilience", "node-work")

@@ -31,7 +31,7 @@ from kraftform.runtime import get_runtime, runtime_of
 from kraftform.runtime.deployment import load
 from kraftform.specset.loader import load_documents
 from kraftform.specset.model import Profile, SpecSet
-from kraftform.verification import durability, nodework, performance, resilience
+from kraftform.verification import SECTIONS, durability, nodework, performance, resilience
 from kraftform.verification.report import Check, Outcome, Report, Table, check
 from kraftform.verification.secretscan import Leak, find_leaks
 from kraftform.verification.target import Target
@@ -82,6 +82,8 @@ class Options:
     keep: bool = False
     scan: Sequence[Path] = ()
     seed: int = 1
+    #: Sections left out (SECTIONS): their rows say `not run` and why, never `pass`.
+    skip: frozenset[str] = frozenset()
     #: The CLI's entry point, which the spec-set check runs in this process.
     cli: resilience.EntryPoint | None = None
 
@@ -140,7 +142,12 @@ class Verification:
 
     # -- checks ----------------------------------------------------------------------------------------
 
-    def timed(self, area: str, run: Callable[[], None]) -> None:
+    def timed(self, section: str, area: str, run: Callable[[], None]) -> None:
+        if section in self.options.skip:
+            self.progress(f"== {area}: skipped (--skip {section})")
+            self.checks.append(_not_run(area, f"every check of the {section} section",
+                                        f"--skip {section}: `kraftform verify` without it runs them"))
+            return
         self.progress(f"== {area}")
         start = time.monotonic()
         try:
@@ -376,6 +383,9 @@ def verify(options: Options, progress: Progress, render: Callable[[Report], str]
     """Run every check; the report and the work directory (removed when every check passed and not kept)."""
     if options.state_dir is not None and options.command_config is not None:
         raise UsageError("give --state-dir or --command-config, not both")
+    unknown = sorted(options.skip - set(SECTIONS))
+    if unknown:
+        raise UsageError(f"--skip {', '.join(unknown)}: no such section (sections: {', '.join(SECTIONS)})")
     start = time.monotonic()
     run = Verification(options, progress)
     workdir = options.work_dir or Path(tempfile.mkdtemp(prefix="kraftform-verify-"))
@@ -384,10 +394,10 @@ def verify(options: Options, progress: Progress, render: Callable[[Report], str]
         target = run.target(workdir)
         # Speeds first: the failure checks restart nodes, and a restarted JVM's first minutes (its JIT) would
         # show in the latencies.
-        run.timed("profile performance", lambda: run.speeds(target))
-        run.timed("delivery under failure", lambda: run.failures(target))
-        run.timed("resilience", lambda: run.resilience(target))
-        run.timed("node work under SIGKILL", lambda: run.node_kills(target))
+        run.timed("performance", "profile performance", lambda: run.speeds(target))
+        run.timed("delivery", "delivery under failure", lambda: run.failures(target))
+        run.timed("resilience", "resilience", lambda: run.resilience(target))
+        run.timed("node-work", "node work under SIGKILL", lambda: run.node_kills(target))
         target.delete_topics()
     finally:
         if run.own_state is not None and (run.own_state / "cluster.json").is_file():

@@ -41,6 +41,9 @@ POSTGRES_CONNECTOR = "io.debezium.connector.postgresql.PostgresConnector"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 PASSWORD_ENV = "KRAFTFORM_PASSWORD_ORDERS_CONNECT"
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+#: How long `connect apply` waits for connectors to run as declared, in the tests that do not catch a task failing
+#: after its start (those pass Connect's production window, `--stable-for 10`).
+STABLE_S = 3
 #: A user a connector logs in as of its own (not the workers' user).
 ARCHIVER = "orders-archiver"
 ARCHIVER_PASSWORD_ENV = "KRAFTFORM_PASSWORD_ORDERS_ARCHIVER"
@@ -73,10 +76,12 @@ class Connected:
 
     def kraftform(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """`kraftform connect COMMAND [NAME] SPECS --state-dir DIR ...`: the specs and state after the command's
-        own positional (a connector's name for `offsets`)."""
+        own positional (a connector's name for `offsets`); `apply` waits STABLE_S unless told."""
         command, *rest = args
         if command == "offsets":
             command, rest = f"offsets {rest[0]}", rest[1:]
+        if command == "apply" and "--stable-for" not in rest:
+            rest += ["--stable-for", str(STABLE_S)]
         return subprocess.run([sys.executable, "-m", "kraftform", "connect", *command.split(), str(self.root),
                                "--state-dir", str(self.cluster.state_dir), *rest], capture_output=True, text=True,
                               timeout=timeout, check=False)

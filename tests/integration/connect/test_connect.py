@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from kraftform.connect.reconcile import STABLE_FOR_S
 from kraftform.kafka.observe import acl_bindings
 
 from ..conftest import unique
@@ -154,7 +155,8 @@ def test_a_source_writing_a_topic_its_user_has_no_grant_on_fails_the_apply_with_
         {"name": "stray", "class": FILE_SOURCE, "type": "source", "topics": [connected.lines],
          "config": {"file": str(connected.files / "in.txt"), "topic": connected.other}})
     connected.write()
-    applied = connected.kraftform("apply", "--auto-approve", timeout=400)
+    # Connect's production window: the task reports running before Kafka refuses its first write.
+    applied = connected.kraftform("apply", "--auto-approve", "--stable-for", str(STABLE_FOR_S), timeout=400)
     assert applied.returncode == 1, applied.stdout + applied.stderr
     assert "connector 'stray'" in applied.stderr and "TopicAuthorizationException" in applied.stderr, applied.stderr
     status = connected.kraftform("status")

@@ -4,6 +4,7 @@ shape or stop its nodes, which the session's shared clusters must not see."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import subprocess
 from collections import Counter
@@ -96,9 +97,11 @@ def fixture_specs(specs: Path, **cluster: Any) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def own_cluster(base: Path, runtime_name: str, **cluster: Any) -> Iterator[Day2]:
+def own_cluster(base: Path, runtime_name: str, quick_start: bool = True, **cluster: Any) -> Iterator[Day2]:
     """A cluster of the test fixture's shape with `cluster`'s fields over it, in specs and a state directory of its
-    own under `base`; purged at the end."""
+    own under `base`; purged at the end. Its nodes start as test clusters' do (`quick_start`: the client compiler,
+    no metrics agent), and so do those its rolls and resizes start (`deployment.as_started`), unless the test's
+    subject is what a full start has (the metrics)."""
     specs = base / "specs"
     doc = fixture_specs(specs, **cluster)
     if runtime_name == "docker":
@@ -110,7 +113,7 @@ def own_cluster(base: Path, runtime_name: str, **cluster: Any) -> Iterator[Day2]
         clear_leftovers(client, doc["cluster"]["name"])
     runtime = get_runtime(runtime_name, base / "state")
     try:
-        runtime.up(load_specs(specs).cluster, timeout=300)
+        runtime.up(dataclasses.replace(load_specs(specs).cluster, quick_start=quick_start), timeout=300)
         yield Day2(specs, base / "state", runtime)
     finally:
         # The nodes' logs outlive the purge, in pytest's kept temporary directories: what a failure looks into.

@@ -19,29 +19,38 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import cast
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
+from kraftform.definitions.features import RELEASE_FEATURES
+from kraftform.kafka.admin import Requests, kafka_python_admin
 from kraftform.kafka.health import wait_healthy
 from kraftform.kafka.observe import observe
 from kraftform.runtime.deployment import admin_config, load
 from kraftform.runtime.local import LocalRuntime
 from kraftform.runtime.tools import CONFIGS, VERIFIABLE_PRODUCER, kafka_tool_command, run_kafka_tool
 from kraftform.verification.toolout import ProducerLog, events
+from kraftform.versions import KAFKA_VERSION
 
 from .conftest import Day2, own_cluster
 
 #: The runtimes a test runs on (the fixture's parameter): one cluster per runtime, made once for the module.
 LOCAL = pytest.mark.parametrize("day2", ["local"], indirect=True)
 BOTH = pytest.mark.parametrize("day2", ["local", "docker"], indirect=True)
+#: The release the local cluster starts on: the one pinned before KAFKA_VERSION.
+OLD = "4.3.1"
 
 
 @pytest.fixture(scope="module")
 def day2(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Day2]:
-    with own_cluster(tmp_path_factory.mktemp("day2"), request.param, name=f"kfday2{request.param[0]}") as cluster:
+    """The local cluster starts on the release pinned before (OLD): its roll is the upgrade."""
+    version: dict[str, object] = {"kafka_version": OLD} if request.param == "local" else {}
+    with own_cluster(tmp_path_factory.mktemp("day2"), request.param, True, name=f"kfday2{request.param[0]}",
+                     **version) as cluster:
         yield cluster
 
 
@@ -126,15 +135,23 @@ def read_values(day2: Day2, topic: str, partitions: int) -> set[int]:
 
 
 @LOCAL
-def test_a_read_only_setting_rolls_one_node_at_a_time_and_loses_no_acknowledged_write(day2: Day2) -> None:
+def test_an_upgrade_rolls_one_node_at_a_time_loses_no_acknowledged_write_and_finalises_only_when_asked(
+        day2: Day2) -> None:
+    """A Kafka upgrade as a user does it: `kafka_version` of the pinned release in the specs of a cluster running the
+    one pinned before, rolled onto the new jars node by node (controllers first, each back before the next goes
+    down) while a VerifiableProducer with acks=all writes; then `metadata_version` finalised only when asked, as
+    the destructive change it is, and a lower release refused. The roll every setting read at start takes too
+    (tests/integration/pulumi/test_cluster_nodes.py restarts the brokers alone for one, through the same engine)."""
+    assert _metadata_version(day2) == RELEASE_FEATURES["4.3"]["metadata.version"]
     topic = f"day2.roll.{uuid.uuid4().hex[:6]}"
     admin = day2.admin  # kept: a client destroyed while its future is pending fails it
-    admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+    # The first topic of a cluster just started: 30 s was once too short on a loaded CI machine.
+    admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(90)
     before = day2.pids()
-    day2.edit(broker_config={"num.replica.fetchers": "2", "log.retention.check.interval.ms": "600000"})
+    day2.edit(kafka_version=KAFKA_VERSION)
     planned = day2.kraftform("plan")
-    assert planned.stdout.count("log.retention.check.interval.ms: 600000\n") == 3, planned.stdout
-    assert "rolling restart 1/3" in planned.stdout and "rolling restart 3/3" in planned.stdout
+    assert planned.stdout.count(f"kafka_version: {OLD} -> {KAFKA_VERSION}") == 6, planned.stdout
+    assert "rolling restart 1/6" in planned.stdout and "rolling restart 6/6" in planned.stdout
     producer = Producer(day2, topic)
     try:
         applied = day2.kraftform("apply", "--auto-approve")
@@ -142,18 +159,43 @@ def test_a_read_only_setting_rolls_one_node_at_a_time_and_loses_no_acknowledged_
         acked = producer.stop()
     assert applied.returncode == 0, applied.stdout + applied.stderr
     after = day2.pids()
-    brokers = [n for n in before if "broker" in n]
-    assert all(after[n] != before[n] for n in brokers)  # each broker restarted ...
-    assert all(after[n] == before[n] for n in before if n not in brokers)  # ... and nothing else
-    # ... one at a time, in order, each back before the next went down.
+    assert all(after[n] != before[n] for n in before)  # each node restarted ...
+    assert all(n.kafka_version == KAFKA_VERSION for n in load(day2.state).nodes)
+    assert all(f"kafka-{KAFKA_VERSION}" in Path(f"/proc/{n.handle}/cmdline").read_text()
+               for n in load(day2.state).nodes)
+    # ... one at a time, controllers first, each back before the next went down.
     order = [line.split(":")[0].split("] ")[1] for line in applied.stderr.splitlines() if line.endswith("...")
              and ": restarting (" in line]
-    assert order == sorted(brokers), applied.stderr
+    assert sorted(order) == sorted(before) and all("controller" in n for n in order[:3]), applied.stderr
     assert len(acked) > 1000, producer.stderr.read_text()[-2000:]
     lost = acked - read_values(day2, topic, 3)
     assert not lost, f"{len(lost)} acknowledged records lost"
     assert day2.placement()[2] == 0
+    # The new jars run the old metadata version until the specs ask for the new one.
+    assert _metadata_version(day2) == RELEASE_FEATURES["4.3"]["metadata.version"]
     assert day2.kraftform("plan").returncode == 0
+
+    day2.edit(metadata_version="4.4")
+    planned = day2.kraftform("plan")
+    assert "[destructive] update feature metadata.version level: 30 -> 33" in planned.stdout, planned.stdout
+    refused = day2.kraftform("apply", "--auto-approve")
+    assert refused.returncode == 1 and "--allow-destructive" in refused.stderr
+    assert _metadata_version(day2) == 30
+    assert day2.kraftform("apply", "--auto-approve", "--allow-destructive").returncode == 0
+    assert _metadata_version(day2) == RELEASE_FEATURES["4.4"]["metadata.version"]
+    assert day2.kraftform("plan").returncode == 0
+
+    day2.edit(metadata_version="4.3")
+    lowered = day2.kraftform("plan")
+    assert "refuse feature metadata.version level: 33 -> 30" in lowered.stdout, lowered.stdout
+    assert day2.kraftform("apply", "--auto-approve", "--allow-destructive").returncode == 1
+    day2.edit(metadata_version="4.4")
+    assert day2.kraftform("plan").returncode == 0
+
+
+def _metadata_version(day2: Day2) -> int:
+    with kafka_python_admin(admin_config(day2.state), Requests()) as client:
+        return int(client.describe_features()["metadata.version"]["finalized"][1])
 
 
 @LOCAL
@@ -175,7 +217,7 @@ def test_a_node_that_cannot_start_halts_the_roll_and_the_others_keep_running(day
     assert {n: p for n, p in after.items() if n != first} == {n: p for n, p in before.items() if n != first}
     assert after[first]  # running again, on its previous configuration
     # The specs put back, nothing is left to do.
-    day2.edit(broker_config={"num.replica.fetchers": "2", "log.retention.check.interval.ms": "600000"})
+    day2.edit(broker_config={"num.replica.fetchers": "2"})
     done = day2.kraftform("plan")
     assert done.returncode == 0, done.stdout
 

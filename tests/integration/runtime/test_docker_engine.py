@@ -20,12 +20,12 @@ from kraftform.runtime.deployment import SECRETS_FILE, STATE_FILE
 from kraftform.runtime.docker_engine import DockerRuntime
 from kraftform.runtime.engine import docker_client
 
-from ..conftest import Clusters
+from ..conftest import LiveCluster
 from .conftest import fixture_specs
 
 
-def test_docker_reports_every_node_healthy_and_the_check_can_fail(clusters: Clusters) -> None:
-    cluster = clusters.get("docker")
+def test_docker_reports_every_node_healthy_and_the_check_can_fail(docker_cluster: LiveCluster) -> None:
+    cluster = docker_cluster
     client = docker_client()
     names = [c.name for c in client.containers.list(filters={"label": f"dev.kraftform.cluster={cluster.spec.name}"})]
     assert len(names) == cluster.spec.brokers + cluster.spec.controllers

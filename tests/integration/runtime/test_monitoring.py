@@ -33,6 +33,8 @@ from kraftform.runtime.monitoring import running
 from .conftest import Day2, own_cluster
 
 INTERVAL = 2.0
+#: Every rule's `for:` capped (`monitoring up --max-for`): the rules fire as in production, without their minutes.
+MAX_FOR_S = 10
 PASSWORD_ENV = "KRAFTFORM_PASSWORD_MON_SCORER"
 TOPIC = "mon.payments"
 CONSUMER = "mon-scorer"
@@ -102,14 +104,15 @@ def _write_specs(specs: Path) -> None:
 @pytest.fixture(scope="module")
 def monitored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Monitored]:
     base = tmp_path_factory.mktemp("monitoring")
-    with own_cluster(base, "local", name="kfmon") as cluster:
+    with own_cluster(base, "local", quick_start=False, name="kfmon") as cluster:
         _write_specs(cluster.specs)
         env = {**os.environ, PASSWORD_ENV: "mon-scorer-secret-1", "PYTHONUNBUFFERED": "1"}
         watched = Monitored(cluster, base / "data", env)
         done = watched.kraftform("apply", str(cluster.specs), "--state-dir", str(cluster.state), "--auto-approve")
         assert done.returncode == 0, done.stdout + done.stderr
         done = watched.kraftform("monitoring", "up", str(cluster.specs), "--state-dir", str(cluster.state),
-                                 "--data-dir", str(watched.data_dir), "--scrape-interval", str(INTERVAL))
+                                 "--data-dir", str(watched.data_dir), "--scrape-interval", str(INTERVAL),
+                                 "--max-for", str(MAX_FOR_S))
         assert done.returncode == 0, done.stdout + done.stderr
         try:
             yield watched
@@ -225,4 +228,5 @@ def test_a_stopped_consumer_lags_in_status_and_the_alert_and_every_dashboard_pan
     assert f"Spark consumer {CONSUMER} is 3,000 records behind" in done.stdout, done.stdout
     assert f"consumer group {GROUP}: lag 3,000 records (limit 10,000)" in done.stdout, done.stdout
     waited = _wait("ConsumerLag firing", 150, lambda: ("ConsumerLag", CONSUMER) in monitored.firing())
-    print(f"ConsumerLag firing {waited:.1f} s after the records were produced (its rule's for: 1m)")
+    print(f"ConsumerLag firing {waited:.1f} s after the records were produced (its rule's for: 1m, capped at "
+          f"{MAX_FOR_S} s)")

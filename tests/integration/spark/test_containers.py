@@ -27,7 +27,7 @@ from ..conftest import LiveCluster, unique
 from ..kafka.conftest import Workspace
 from ..pulumi.engine import ProviderHost
 from .conftest import Pipeline, example_pipeline
-from .test_pipelines import payments
+from .test_pipelines import expected_score, payments
 
 pytestmark = pytest.mark.integration
 
@@ -100,42 +100,45 @@ def test_consumers_up_refuses_a_cluster_that_is_not_in_docker(local_cluster: Liv
     assert "holds a local cluster; consumers run in containers beside a cluster from" in done.stderr
 
 
-def test_a_consumer_submitted_to_a_standalone_spark_cluster_writes_what_it_writes_with_a_local_master(
+def test_a_consumer_submitted_to_a_standalone_spark_cluster_scores_every_payment_as_the_rule_says(
         docker_cluster: LiveCluster, tmp_path: Path) -> None:
+    """The consumer's driver in its container submits to a standalone master with two workers, one core each; its
+    sink holds every payment scored as specs/consumers.yaml's rule says (written again in Python, as
+    test_pipelines checks the local master's)."""
     image = build_spark(docker_client(), [])
     state = str(docker_cluster.state_dir)
     sent = payments(200, seed=31)
-    scored: dict[str, dict[str, dict[str, object]]] = {}
-    for master in ("local", "standalone"):
-        root = tmp_path / master / "specs"
-        root.mkdir(parents=True)
-        pipe = example_pipeline(Workspace(docker_cluster, root, unique(master[:5])), tmp_path / master,
-                                "fraud-scoring", trigger="2s")
-        cluster = yaml.safe_load((root / "cluster.yaml").read_text())
-        cluster["cluster"]["name"] = docker_cluster.spec.name  # the standalone master is named after it
-        cluster["cluster"]["spark"] = {"master": master, "workers": 2, "worker_cores": 1, "worker_memory": "1GiB"}
-        (root / "cluster.yaml").write_text(yaml.safe_dump(cluster))
-        assert pipe.produce((pipe.inputs[i % 2], p["payment_id"], p) for i, p in enumerate(sent)) == 200
-        up = consumers("up", str(root), "--state-dir", state, "--image", image)
-        assert up.returncode == 0, up.stdout + up.stderr
+    root = tmp_path / "specs"
+    root.mkdir()
+    pipe = example_pipeline(Workspace(docker_cluster, root, unique("stand")), tmp_path, "fraud-scoring", trigger="2s")
+    cluster = yaml.safe_load((root / "cluster.yaml").read_text())
+    cluster["cluster"]["name"] = docker_cluster.spec.name  # the standalone master is named after it
+    cluster["cluster"]["spark"] = {"master": "standalone", "workers": 2, "worker_cores": 1, "worker_memory": "1GiB"}
+    (root / "cluster.yaml").write_text(yaml.safe_dump(cluster))
+    assert pipe.produce((pipe.inputs[i % 2], p["payment_id"], p) for i, p in enumerate(sent)) == 200
+    up = consumers("up", str(root), "--state-dir", state, "--image", image)
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
         committed = sink_holds(pipe, {p["payment_id"] for p in sent})
-        # The same scores, whichever master ran the job ('source' names each run's own input topic).
-        scored[master] = {k.decode(): {f: v for f, v in json.loads(value).items() if f != "source"}
-                          for k, value in committed if k is not None}
-        if master == "standalone":
-            master_name = f"{docker_cluster.spec.name}-spark-master"
-            assert f"Spark standalone master {master_name} with 2 worker(s): up" in up.stdout
-            logs = docker_client().containers.get(container_name(docker_cluster.spec.name, pipe.name)).logs()
-            assert f"submitted to spark://{master_name}:7077 in client mode".encode() in logs
-            apps = docker_client().containers.get(master_name).exec_run(
-                ["python", "-c", "import urllib.request; print(urllib.request.urlopen("
-                                 "'http://localhost:8080/json/').read().decode())"]).output
-            running = json.loads(apps)["activeapps"]
-            assert [a["name"] for a in running] == ["kraftform-fraud-scoring"]
-            assert sum(a["cores"] for a in running) == 2  # the consumer's cores, one on each worker
+        master_name = f"{docker_cluster.spec.name}-spark-master"
+        assert f"Spark standalone master {master_name} with 2 worker(s): up" in up.stdout
+        logs = docker_client().containers.get(container_name(docker_cluster.spec.name, pipe.name)).logs()
+        assert f"submitted to spark://{master_name}:7077 in client mode".encode() in logs
+        apps = docker_client().containers.get(master_name).exec_run(
+            ["python", "-c", "import urllib.request; print(urllib.request.urlopen("
+                             "'http://localhost:8080/json/').read().decode())"]).output
+        running = json.loads(apps)["activeapps"]
+        assert [a["name"] for a in running] == ["kraftform-fraud-scoring"]
+        assert sum(a["cores"] for a in running) == 2  # the consumer's cores, one on each worker
+    finally:
         down = consumers("down", "--state-dir", state, "--purge")
-        assert down.returncode == 0, down.stdout + down.stderr
-    assert scored["local"] == scored["standalone"] and len(scored["local"]) == 200
+    assert down.returncode == 0, down.stdout + down.stderr
+    scored = {k.decode(): json.loads(value) for k, value in committed if k is not None}
+    assert len(committed) == len(scored) == 200
+    for i, payment in enumerate(sent):
+        out = scored[payment["payment_id"]]
+        assert out["score"] == pytest.approx(expected_score(payment)), payment
+        assert out["source"] == pipe.inputs[i % 2] and out["account_id"] == payment["account_id"]
 
 
 def test_a_consumer_whose_job_fails_fails_its_deployment_with_the_jobs_own_error(

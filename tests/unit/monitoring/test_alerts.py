@@ -140,3 +140,20 @@ def test_a_connector_whose_task_failed_for_a_minute_fires_and_one_as_declared_do
                    "alert_rule_test": alerts}]}))
     done = _promtool("test", "rules", "test.yml", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_trials_cap_shortens_only_the_waits_above_it_and_promtool_accepts_the_result(tmp_path: Path) -> None:
+    def waits(rules: dict[str, object]) -> dict[str, str]:
+        return {r["alert"] + str(r["labels"].get("consumer", "")): r["for"]
+                for g in rules["groups"] for r in g["rules"]}  # type: ignore[attr-defined]
+
+    own, capped = waits(alert_rules(SPECS)), waits(alert_rules(SPECS, max_for_s=10))
+    assert own["ConsumerLag"] == "1m" and capped["ConsumerLag"] == "10s"
+    assert own["ProduceRequestsDropped"] == "10m" and capped["ProduceRequestsDropped"] == "10s"
+    assert own["UnderMinIsrPartitions"] == capped["UnderMinIsrPartitions"] == "0s"  # below the cap: kept
+    assert set(own) == set(capped)
+    text = rules_yaml(SPECS, max_for_s=10)
+    assert "capped at 10s" in text and "capped" not in rules_yaml(SPECS)
+    (tmp_path / "rules.yml").write_text(text)
+    done = _promtool("check", "rules", "rules.yml", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr

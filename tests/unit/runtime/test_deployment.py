@@ -61,3 +61,17 @@ def test_a_running_cluster_its_specs_no_longer_describe_is_named_not_started() -
     assert any(f.startswith("platform-broker-0: heap ") for f in found)
     with pytest.raises(UsageError, match=r"differs from its specs: kafka_version .*kraftform apply --state-dir /s"):
         dep.require_as_declared(Path("/s"), running, grown, None)
+
+
+def test_a_test_clusters_quick_start_carries_over_to_the_nodes_a_roll_starts_and_a_full_start_stays_full(
+        tmp_path: Path) -> None:
+    cluster = load_specs(EXAMPLE_SPECS).cluster
+    assert dep.as_started(cluster, tmp_path / "none") is cluster  # no cluster there: the specs as they are
+    quick = [dep.NodeRecord(f"q-broker-{i}", i, ["broker"], "1", quick_start=True) for i in range(2)]
+    dep.save(tmp_path, dep.Deployment("local", "q", "127.0.0.1:9092", 2, "4.4.0", quick))
+    assert dep.as_started(cluster, tmp_path).quick_start
+    assert dep.as_started(cluster, tmp_path).brokers == cluster.brokers
+    # One node started in full (a cluster `cluster up` made): the nodes a roll starts run in full too.
+    dep.save(tmp_path, dep.Deployment("local", "q", "127.0.0.1:9092", 2, "4.4.0",
+                                      [quick[0], dataclasses.replace(quick[1], quick_start=False)]))
+    assert not dep.as_started(dataclasses.replace(cluster, quick_start=True), tmp_path).quick_start

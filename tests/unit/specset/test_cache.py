@@ -84,3 +84,38 @@ def test_turned_off_it_validates_every_time(specs_copy: SpecsCopy, monkeypatch: 
     cache.cached(specs, spec_files(specs), load)
     cache.cached(specs, spec_files(specs), load)
     assert calls == [1, 1] and not cache.cache_dir().exists()
+
+
+def test_an_entry_another_writer_put_there_is_never_unpickled(specs_copy: SpecsCopy, tmp_path: Path) -> None:
+    """Unpickling runs code: an entry whose HMAC does not match (a pickle written without the cache's key, or one
+    changed after it was written) is a miss, replaced by a validation, and what it would run never runs."""
+    specs = specs_copy()
+    load_specs(specs)
+    (entry,) = cache.cache_dir().glob("*.pickle")
+    ran = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self) -> tuple[object, tuple[str]]:
+            return (Path.touch, (str(ran),))
+
+    import pickle
+
+    for forged in (pickle.dumps(Payload()), entry.read_bytes()[:32] + pickle.dumps(Payload())):
+        entry.write_bytes(forged)
+        assert load_specs(specs).cluster.name == "platform"
+        assert not ran.exists()
+        assert entry.read_bytes() != forged  # replaced by an entry of its own
+    assert oct((cache.cache_dir() / ".key").stat().st_mode & 0o777) == "0o600"
+    pickle.loads(pickle.dumps(Payload()))  # the control: unpickled, the payload does run
+    assert ran.exists()
+
+
+def test_a_cache_directory_others_may_write_is_not_used(specs_copy: SpecsCopy) -> None:
+    specs = specs_copy()
+    directory = cache.cache_dir()
+    directory.mkdir(parents=True)
+    directory.chmod(0o777)
+    calls, load = _counting(specs)
+    cache.cached(specs, spec_files(specs), load)
+    cache.cached(specs, spec_files(specs), load)
+    assert calls == [1, 1] and not list(directory.glob("*.pickle"))

@@ -163,6 +163,17 @@ def local_endpoints(topo: Topology, state_dir: Path) -> dict[str, tuple[str, str
             if not n.quick_start}
 
 
+def _runs_node(pid: int, node_dir: Path) -> bool:
+    """Process `pid` is a Kafka node running the files under `node_dir` (and is not a zombie). A recycled pid
+    belongs to someone else, and `broker-1` is no prefix of `broker-10`'s files."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X") and b"kafka.Kafka" in cmdline and (str(node_dir) + "/").encode() in cmdline
+
+
 def java_binary() -> str:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
@@ -308,6 +319,18 @@ class LocalRuntime:
                          dep.load_secrets(self.state_dir).dynamic_quorum)
 
     def _alive(self, record: dep.NodeRecord) -> bool:
+        """The node's process runs: the one its record names or, when that one does not, one running the node's
+        files that no record names (a kill between a node's launch and its record left it): adopted into
+        `record`, so that it is waited for, stopped or killed rather than started twice on one data directory."""
+        if self._recorded_alive(record):
+            return True
+        unrecorded = self._unrecorded(record.name)
+        if unrecorded is None:
+            return False
+        record.handle = str(unrecorded)
+        return True
+
+    def _recorded_alive(self, record: dep.NodeRecord) -> bool:
         if not record.handle.isdigit():
             return False
         child = self._children.get(int(record.handle))
@@ -315,21 +338,25 @@ class LocalRuntime:
             # Ours: alive until it ends. Its command line is no witness just after the start: until the fork has
             # exec'd Java it is this Python's (a roll once took a node it had just started for one that exited).
             return child.poll() is None
-        try:
-            cmdline = Path(f"/proc/{int(record.handle)}/cmdline").read_bytes()
-        except (OSError, ValueError):
-            return False
-        # A recycled pid belongs to someone else: check it runs this node's configuration.
-        return str(self.node_dir(record.name)).encode() in cmdline and b"kafka.Kafka" in cmdline
+        return _runs_node(int(record.handle), self.node_dir(record.name))
+
+    def _unrecorded(self, name: str) -> int | None:
+        for proc in Path("/proc").iterdir():
+            if proc.name.isdigit() and _runs_node(int(proc.name), self.node_dir(name)):
+                return int(proc.name)
+        return None
 
     def kill_node(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Stop one node abruptly (SIGKILL) or cleanly (SIGTERM); its data stays."""
         self._stop(dep.load(self.state_dir).node(name), sig)
 
     def _stop(self, record: dep.NodeRecord, sig: int = signal.SIGTERM, grace: float = 60) -> None:
-        if self._alive(record):
+        """The recorded process, then any other running the node's files (`_alive` adopts it)."""
+        for _ in range(3):
+            if not self._alive(record):
+                return
             os.kill(int(record.handle), sig)
-            if not self._wait_gone(record, grace) and self._alive(record):
+            if not self._wait_gone(record, grace) and self._recorded_alive(record):
                 os.kill(int(record.handle), signal.SIGKILL)
                 self._wait_gone(record, 10)
 
@@ -440,7 +467,7 @@ class LocalRuntime:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except (OSError, IndexError):
             return True
-        return state in ("Z", "X") or (bool(cmdline) and not self._alive(record))
+        return state in ("Z", "X") or (bool(cmdline) and not self._recorded_alive(record))
 
     def _wait_gone(self, record: dep.NodeRecord, timeout: float) -> bool:
         try:
@@ -460,9 +487,11 @@ class LocalRuntime:
                 if self._alive(record):
                     os.kill(int(record.handle), signal.SIGTERM)
             for record in group:
-                if not self._wait_gone(record, 30) and self._alive(record):
+                if not self._wait_gone(record, 30) and self._recorded_alive(record):
                     os.kill(int(record.handle), signal.SIGKILL)
                     self._wait_gone(record, 10)
+        for record in deployment.nodes:  # a node's process no record names (killed between launch and record)
+            self._stop(record, signal.SIGKILL, 10)
         if self._dumping is not None:
             proc, target, version = self._dumping
             self._dumping = None

@@ -104,3 +104,34 @@ def test_a_node_is_gone_only_once_its_process_has_released_everything(tmp_path: 
         other.wait(10)
     assert runtime._gone(NodeRecord("n-1", 1, ["broker"], handle="")) and runtime._gone(
         NodeRecord("n-1", 1, ["broker"], handle=str(2**22 + 7)))
+
+
+def test_a_node_process_no_record_names_is_found_by_its_directory_and_stopped_not_started_twice(
+        tmp_path: Path) -> None:
+    """A kill between a node's launch and its record leaves a JVM the state does not name: the runtime finds it by the
+    node's files in its command line, so `process_id` reports it (a resumed apply waits for it rather than start a
+    second JVM on the same data) and a stop kills it (a purge never deletes data under a running node)."""
+    import signal
+    import subprocess
+    import sys
+
+    from kraftform.runtime import deployment as dep
+    from kraftform.runtime.local import LocalRuntime
+
+    runtime = LocalRuntime(tmp_path)
+    dep.save(runtime.state_dir, dep.Deployment("local", "n", "127.0.0.1:9092", 1, "4.4.0", [
+        dep.NodeRecord("n-broker-1", 1, ["broker"], handle=""), dep.NodeRecord("n-broker-10", 10, ["broker"])]))
+    properties = runtime.node_dir("n-broker-1") / "config" / "server.properties"
+    orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "kafka.Kafka", str(properties)])
+    try:
+        deadline = time.monotonic() + 10
+        while b"kafka.Kafka" not in Path(f"/proc/{orphan.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert runtime.process_id("n-broker-1") == str(orphan.pid)
+        assert runtime.process_id("n-broker-10") == ""  # broker-1's files are not broker-10's
+        runtime.kill_node("n-broker-1", signal.SIGKILL)
+        assert orphan.wait(10) == -signal.SIGKILL
+        assert runtime.process_id("n-broker-1") == ""
+    finally:
+        orphan.kill()
+        orphan.wait(10)

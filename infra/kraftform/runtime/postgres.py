@@ -7,8 +7,12 @@ user Debian's package creates, and its directory lives outside root-only places 
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -17,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftform.errors import EnvironmentMissing, KafkaRequestFailed
-from kraftform.statefiles import read_json, write_atomic
+from kraftform.statefiles import PRIVATE, read_json, write_atomic
 
 #: Debian installs each major version's server under here; the newest is used.
 PG_ROOT = Path("/usr/lib/postgresql")
@@ -38,6 +42,21 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def scram_verifier(password: str, salt: bytes | None = None, iterations: int = 4096) -> str:
+    """PostgreSQL's stored form of a SCRAM-SHA-256 password (RFC 5802, 7677), as libpq's PQencryptPasswordConn
+    makes it: what `CREATE ROLE ... PASSWORD` may be given instead of the password. ASCII passwords (SASLprep
+    leaves them as they are)."""
+    salt = salt if salt is not None else secrets.token_bytes(16)
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    stored = hashlib.sha256(hmac.new(salted, b"Client Key", hashlib.sha256).digest()).digest()
+    server = hmac.new(salted, b"Server Key", hashlib.sha256).digest()
+
+    def b64(raw: bytes) -> str:
+        return base64.b64encode(raw).decode()
+
+    return f"SCRAM-SHA-256${iterations}:{b64(salt)}${b64(stored)}:{b64(server)}"
+
+
 @dataclass
 class LocalPostgres:
     """One server: `up()` makes and starts it with a superuser password, `down()` stops it and removes its files."""
@@ -54,15 +73,15 @@ class LocalPostgres:
     def _as_owner(self) -> list[str]:
         return ["runuser", "-u", SUPERUSER, "--"] if os.geteuid() == 0 else []
 
-    def _run(self, *cmd: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def _run(self, *cmd: str, env: dict[str, str] | None = None,
+             stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run([*self._as_owner(), *cmd], capture_output=True, text=True, timeout=180, check=False,
-                              env={**os.environ, **(env or {})})
+                              env={**os.environ, **(env or {})}, input=stdin)
 
     def up(self) -> LocalPostgres:
         self.data.mkdir(parents=True, exist_ok=True)
         secret = self.home / "pw"
-        secret.write_text(self.password)
-        secret.chmod(0o600)
+        write_atomic(secret, self.password, PRIVATE)  # 0600 before the password is in it
         if os.geteuid() == 0:
             for path in (self.home, self.data, secret):
                 shutil.chown(path, SUPERUSER, SUPERUSER)
@@ -82,8 +101,9 @@ class LocalPostgres:
 
     def psql(self, sql: str, user: str = SUPERUSER, database: str = "postgres") -> str:
         """`sql` run by `user` (logged in with this server's password), its rows unaligned, one per line."""
+        # The SQL on standard input, not `-c`: a command line is every local user's to read.
         done = self._run("psql", "-h", self.host, "-p", str(self.port), "-U", user, "-d", database,
-                         "-v", "ON_ERROR_STOP=1", "-At", "-c", sql, env={"PGPASSWORD": self.password})
+                         "-v", "ON_ERROR_STOP=1", "-At", "-f", "-", env={"PGPASSWORD": self.password}, stdin=sql)
         if done.returncode != 0:
             raise KafkaRequestFailed(f"PostgreSQL at {self.host}:{self.port} refused: {done.stderr.strip()}")
         return done.stdout.strip()
@@ -92,7 +112,9 @@ class LocalPostgres:
         """A database whose tables `role` (a replication login with the server's password) owns, as Debezium
         needs: it creates its publication and slot itself."""
         self.psql(f"CREATE DATABASE {database}")
-        self.psql(f"CREATE ROLE {role} LOGIN REPLICATION PASSWORD '{self.password}'")
+        # Its SCRAM verifier, as psql's \password sends it: the password itself never reaches the server, so no
+        # statement text (pg_stat_activity, a statement log) holds it.
+        self.psql(f"CREATE ROLE {role} LOGIN REPLICATION PASSWORD '{scram_verifier(self.password)}'")
         self.psql(f"{table_sql}; GRANT CREATE ON DATABASE {database} TO {role}", database=database)
         for table in self.psql("SELECT tablename FROM pg_tables WHERE schemaname = 'public'",
                                database=database).split():

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 
 from kraftform.cluster.config import Addressing, NodePaths
 from kraftform.cluster.jmx import METRICS_PORT, agent_option
-from kraftform.cluster.render import ClusterSecrets, RenderedNode, format_args, render_cluster, server_args
+from kraftform.cluster.render import (
+    FORMAT_ARGS,
+    ClusterSecrets,
+    RenderedNode,
+    format_args,
+    render_cluster,
+    server_args,
+    tool_argfile,
+)
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_ID_BASE, CONTROLLER_PORT, Topology
 from kraftform.specset.model import ClusterSpec
 from kraftform.versions import KAFKA_VERSION
@@ -27,7 +35,6 @@ KAFKA_LIBS = "/opt/kafka/libs"
 #: The JMX exporter agent in the Kafka image.
 METRICS_AGENT = "/opt/kafka/metrics/jmx_prometheus_javaagent.jar"
 CONTAINER_UID = 1000
-FORMAT_ARGS = "format.args"
 
 LOCAL_IMAGE = f"kraftform/kafka:{KAFKA_VERSION}"
 #: Labels on everything kraftform runs in Docker: the cluster it belongs to, and a node's name.
@@ -135,17 +142,18 @@ def metrics_endpoints(specs: tuple[ContainerSpec, ...]) -> dict[str, tuple[str, 
 
 
 def _command(r: RenderedNode, cluster_id: str) -> tuple[str, ...]:
-    # The classpath in double quotes, so the shell leaves its `*` to Java; the SCRAM arguments come from a file
-    # (they hold passwords, which the command line `docker inspect` shows must not). The metrics agent only where
-    # the image has it: the official image does not, and its nodes start without metrics.
+    # The classpath in double quotes, so the shell leaves its `*` to Java; the SCRAM arguments come from an argument
+    # file StorageTool reads itself (they hold passwords, which neither the command `docker inspect` shows nor the
+    # process's command line, which the host's `ps` shows, may hold). The metrics agent only where the
+    # image has it: the official image does not, and its nodes start without metrics.
     classpath = f'"{KAFKA_LIBS}/*"'
     agent = agent_option(METRICS_AGENT, "0.0.0.0", r.paths.config_dir)
     java = " ".join("${agent}" if arg == agent else arg for arg in server_args(r.node, r.paths, classpath, "0.0.0.0"))
     script = (
-        "set -euf; "  # -f: the SCRAM arguments contain [ ] and must not be globbed
+        "set -euf; "  # -f: nothing here is for the shell to glob (the classpath's `*` is Java's)
         f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
         f"java {' '.join((*format_args(classpath, cluster_id, r.paths), *r.format_options))} "
-        f"$(cat {CONFIG_DIR}/{FORMAT_ARGS}); fi; "
+        f"@{CONFIG_DIR}/{FORMAT_ARGS}; fi; "
         f"agent=''; if [ -f {METRICS_AGENT} ]; then agent='{agent}'; fi; "
         f"exec java {java}"
     )
@@ -203,7 +211,7 @@ def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_
     specs = []
     for r in render_in_containers(topo, secrets):
         files = tuple(ContainerFile(f"{CONFIG_DIR}/{f.relative_path}", f.content, f.mode, f.secret) for f in r.files)
-        files += (ContainerFile(f"{CONFIG_DIR}/{FORMAT_ARGS}", " ".join(r.scram_args) + "\n", 0o600, True),)
+        files += (ContainerFile(f"{CONFIG_DIR}/{FORMAT_ARGS}", tool_argfile(r.scram_args), 0o600, True),)
         port = addr.external_port(topo, r.node)
         # Metrics on loopback only, whatever host the brokers advertise: nothing else needs them.
         metrics = PortBinding(METRICS_PORT, metrics_host_port(topo.cluster.security.external_listener.base_port,

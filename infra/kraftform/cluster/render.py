@@ -10,7 +10,7 @@ import base64
 import dataclasses
 import secrets as pysecrets
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from kraftform.cluster.config import (
 )
 from kraftform.cluster.jmx import METRICS_FILE, agent_option, exporter_config
 from kraftform.cluster.topology import CONTROLLER_PORT, Node, Topology
+from kraftform.errors import UsageError
 from kraftform.specset.model import ClusterSpec
 
 
@@ -163,6 +164,21 @@ def format_args(classpath: str, cluster_id: str, paths: NodePaths) -> tuple[str,
     one place they are written: the local runtime runs them, the containers' command renders them."""
     return (*TOOL_JAVA_OPTIONS, "-cp", classpath, STORAGE_TOOL, "format", "--cluster-id", cluster_id,
             "--config", paths.server_properties, "--ignore-formatted")
+
+
+#: The file the SCRAM arguments of a node's format are read from, beside its configuration (mode 0600).
+FORMAT_ARGS = "format.args"
+
+
+def tool_argfile(args: Sequence[str]) -> str:
+    """`args` as an argument file Kafka's tools read themselves (`StorageTool ... @FILE`: argparse4j's file prefix,
+    one argument a line, taken as it is), so the arguments (passwords among them) are on no process's command line,
+    which every local user can read: `/proc/PID/cmdline` shows `@FILE`."""
+    for arg in args:
+        if "\n" in arg or "\r" in arg:
+            raise UsageError("an argument for a Kafka tool holds a line break (a password?); it cannot be passed in a "
+                             "file of one argument a line")
+    return "\n".join(args) + "\n"
 
 
 def server_args(node: Node, paths: NodePaths, classpath: str, metrics_host: str = "",

@@ -25,12 +25,14 @@ from kraftform.artifacts import ensure_kafka, metrics_agent
 from kraftform.cluster.config import Addressing, NodePaths
 from kraftform.cluster.jmx import METRICS_FILE, METRICS_PORT
 from kraftform.cluster.render import (
+    FORMAT_ARGS,
     ClusterSecrets,
     RenderedNode,
     format_args,
     make_secrets,
     render_cluster,
     server_args,
+    tool_argfile,
 )
 from kraftform.cluster.topology import (
     CLIENT_PORT,
@@ -218,12 +220,17 @@ class LocalRuntime:
         for r in nodes:
             if (Path(r.paths.data_dir) / "meta.properties").exists():
                 continue
-            cmd = [java, *format_args(classpath, cluster_id, r.paths), *r.format_options, *r.scram_args]
+            # The SCRAM users' passwords from a 0600 argument file, not the command line every local user reads.
+            argfile = Path(r.paths.config_dir) / FORMAT_ARGS
+            dep.write_private(argfile, tool_argfile(r.scram_args))
+            cmd = [java, *format_args(classpath, cluster_id, r.paths), *r.format_options, f"@{argfile}"]
             procs.append((r, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
         for r, proc in procs:
-            out, _ = proc.communicate(timeout=FORMAT_TIMEOUT)
+            try:
+                out, _ = proc.communicate(timeout=FORMAT_TIMEOUT)
+            finally:
+                (Path(r.paths.config_dir) / FORMAT_ARGS).unlink(missing_ok=True)
             if proc.returncode != 0:
-                # The command line holds SCRAM passwords; report only the tool's output.
                 raise EnvironmentMissing(f"formatting {r.node.name} failed:\n{out[-2000:]}")
 
     def _start(self, record: dep.NodeRecord, kafka_version: str) -> None:

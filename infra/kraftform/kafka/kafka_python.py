@@ -28,7 +28,8 @@ with quiet():
     from kafka.errors import KafkaError, for_code
     from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
     from kafka.protocol.api_message import ApiMessage
+    from kafka.protocol.metadata import MetadataRequest
     from kafka.structs import TopicPartition
 
 __all__ = ["AlterClientQuotasRequest", "ApiMessage", "DescribeClientQuotasRequest", "KafkaAdminClient", "KafkaError",
-           "TopicPartition", "for_code", "quiet"]
+           "MetadataRequest", "TopicPartition", "for_code", "quiet"]

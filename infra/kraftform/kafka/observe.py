@@ -58,6 +58,32 @@ class Observation:
     skipped_acls: int = 0
 
 
+def topics_per_broker(connection: Connection, names: Collection[str], admin: Admin | None = None
+                      ) -> dict[int, frozenset[str]]:
+    """Which of `names` each broker's metadata holds. Brokers apply committed metadata each at its own pace (one
+    deleting or creating a thousand replicas publishes the records behind them) and a client may ask any of them,
+    so one broker's answer says nothing of the next: an apply that deleted 1,500 topics read back an empty plan
+    from one broker while another still listed some of them."""
+    from kraftform.kafka.kafka_python import MetadataRequest
+
+    requests = admin.requests if admin is not None else Requests()
+    wanted = sorted(set(names))
+    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in wanted],
+                              allow_auto_topic_creation=False)
+    with kafka_python_admin(connection, requests) as client:
+        manager = client._manager
+
+        async def ask(node_id: int) -> Any:
+            return await manager.send(request, node_id=node_id)
+
+        found: dict[int, frozenset[str]] = {}
+        for broker in sorted(manager.cluster.brokers(), key=lambda b: b.node_id):
+            requests["Metadata (each broker)"] += 1
+            response = manager.run(ask, broker.node_id)
+            found[broker.node_id] = frozenset(t.name for t in response.topics if not t.error_code)
+        return found
+
+
 def _ask_configs(admin: Admin, names: Collection[str]) -> dict[str, Any]:
     """DescribeConfigs of `names` sent (in batches), not awaited: topic name -> its future."""
     asked: dict[str, Any] = {}

@@ -12,7 +12,7 @@ from kraftform.errors import ClusterUnhealthy
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import Applier, ApplyOptions, Progress, check_applicable
 from kraftform.kafka.credentials import check_passwords, missing_password, passwords
-from kraftform.kafka.observe import Observation, observe
+from kraftform.kafka.observe import Observation, observe, topics_per_broker
 from kraftform.plan.changes import Action, Change, Kind, Plan
 from kraftform.plan.live import Desired, desired_of, plan_against
 from kraftform.plan.render import render_text
@@ -82,6 +82,14 @@ def plan_cluster(connection: Connection, declared: SpecSet | Desired, found: Map
                     dataclasses.replace(observation, state=state), found)
 
 
+def lagging_brokers(connection: Connection, topics: Mapping[str, Action], admin: Admin | None = None) -> list[int]:
+    """The brokers whose metadata does not show yet the topics an apply created (`Action.CREATE`) or deleted
+    (`Action.DELETE`): a plan read from one broker can be empty while a client of another still meets the old set."""
+    created = {name for name, action in topics.items() if action is Action.CREATE}
+    return [broker for broker, listed in topics_per_broker(connection, topics, admin).items()
+            if listed != created]
+
+
 def apply_cluster(connection: Connection, declared: SpecSet | Desired, live: LivePlan, options: ApplyOptions,
                   progress: Progress, settle_s: float | None = None, admin: Admin | None = None) -> LivePlan:
     """Apply `live.plan` and observe again until what the Admin protocol can do of it is done; returns the final
@@ -96,11 +104,18 @@ def apply_cluster(connection: Connection, declared: SpecSet | Desired, live: Liv
         settle_s = min(SETTLE_MAX_S, SETTLE_S + SETTLE_PER_CHANGE_S * len(work.changes))
     started = sent = time.monotonic()
     seen: list[LivePlan] = []
+    topics = {c.resource: c.action for c in work.changes
+              if c.kind is Kind.TOPIC and c.action in (Action.CREATE, Action.DELETE)}
 
     def reported() -> LivePlan:
         nonlocal sent
         seen.append(plan_cluster(connection, wanted, live.passwords, admin))
         remaining = len(seen[-1].plan.without_node_work().changes)
+        if not remaining and topics:
+            behind = lagging_brokers(connection, topics, admin)
+            if behind:
+                raise NotYet(f"broker(s) {', '.join(map(str, behind))} do not report the created and deleted "
+                             f"topics yet")
         if remaining:
             if len(seen) == 1:  # say once what the wait is for
                 progress(f"waiting up to {settle_s:.0f} s for the brokers to report {remaining} applied "

@@ -108,6 +108,13 @@ def _claim(claim: Path, state_dir: Path) -> bool:
     return True
 
 
+def answers_in(base: str) -> bool:
+    """Whether a cluster listens in the range `base`: its first broker's or first controller's ports."""
+    probes = ((f"{base}0.1", CLIENT_PORT), (f"{base}0.1", METRICS_PORT), (f"{base}1.1", CONTROLLER_PORT),
+              (f"{base}1.1", METRICS_PORT))
+    return any(listening(host, port) for host, port in probes)
+
+
 def claim_loopback_base(state_dir: Path, claims: Path = CLAIMS_DIR) -> str:
     """A new cluster's range, claimed and recorded: its state directory's derived one unless another cluster holds
     it or answers there (two paths derive the same range one time in 200: the second cluster's nodes then could not
@@ -116,9 +123,7 @@ def claim_loopback_base(state_dir: Path, claims: Path = CLAIMS_DIR) -> str:
     for i in range(RANGES):
         octet = 20 + (first + i) % RANGES
         base = f"127.{octet}."
-        probes = ((f"{base}0.1", CLIENT_PORT), (f"{base}0.1", METRICS_PORT), (f"{base}1.1", CONTROLLER_PORT),
-                  (f"{base}1.1", METRICS_PORT))
-        if not any(listening(host, port) for host, port in probes) and _claim(claims / str(octet), state_dir):
+        if not answers_in(base) and _claim(claims / str(octet), state_dir):
             state_dir.mkdir(parents=True, exist_ok=True)
             write_atomic(state_dir / LOOPBACK_FILE, base + "\n")
             return base

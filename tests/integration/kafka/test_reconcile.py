@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kraftform.errors import PlanRefusedError
 from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.credentials import logs_in
+from kraftform.kafka.observe import topics_per_broker
 from kraftform.kafka.reconcile import SETTLE_S, apply_cluster, plan_cluster
 from kraftform.plan import Action, Kind, Plan, Safety
 from kraftform.runtime.tools import ACLS, CONFIGS, run_kafka_tool
@@ -310,6 +311,11 @@ def test_an_apply_killed_midway_converges_on_the_next_run(workspace: Workspace) 
     converged = workspace.cli("apply", "--auto-approve")
     assert converged.returncode == 0, converged.stderr
     assert workspace.cli("plan").returncode == 0
+    # Read back from every broker, not from the one a client happened to ask.
+    names = [t["name"] for t in topics]
+    every = set(workspace.observe().brokers)
+    assert len(every) > 1
+    assert topics_per_broker(workspace.connection, names) == dict.fromkeys(every, frozenset(names))
 
     # Deleting them is destructive: refused without the flag, done with it.
     workspace.write(principals=[{"name": f"User:{app}"}])
@@ -318,6 +324,7 @@ def test_an_apply_killed_midway_converges_on_the_next_run(workspace: Workspace) 
     assert "and 1482 more" in refused.stderr
     workspace.apply(allow_destructive=True)
     assert not any(t.startswith(f"{workspace.prefix}.") for t in workspace.observe().topics)
+    assert topics_per_broker(workspace.connection, names) == dict.fromkeys(every, frozenset())
 
 
 def test_a_write_the_brokers_never_report_is_sent_again_before_the_deadline(workspace: Workspace) -> None:

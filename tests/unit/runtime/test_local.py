@@ -7,6 +7,7 @@ from pathlib import Path
 from kraftform.cluster.topology import CLIENT_PORT
 from kraftform.runtime.local import (
     START_MARKER,
+    answers_in,
     claim_loopback_base,
     last_error_line,
     loopback_base,
@@ -37,10 +38,18 @@ def test_without_an_error_the_last_line_and_without_a_marker_the_whole_log() -> 
     assert last_error_line("") == "(its log is empty)"
 
 
+def _silent(near: Path) -> Path:
+    """A state directory whose derived range nothing listens in: clusters of other runs on this machine may hold
+    any range, and the one this test derives must be free for it to mean anything (a verify cluster left there
+    once made the bind below fail)."""
+    return next(candidate for candidate in (near.with_name(f"{near.name}-{i}") for i in range(1000))
+                if not answers_in(loopback_base(candidate)))
+
+
 def test_a_new_cluster_skips_a_loopback_range_where_another_cluster_answers(tmp_path: Path) -> None:
     # Two state directories can derive the same range; the second cluster made there could not bind.
     claims = tmp_path / "claims"
-    state = tmp_path / "state"
+    state = _silent(tmp_path / "state")
     derived = loopback_base(state)
     with socket.socket() as other:  # another cluster's first broker in that range
         other.bind((f"{derived}0.1", CLIENT_PORT))
@@ -48,7 +57,7 @@ def test_a_new_cluster_skips_a_loopback_range_where_another_cluster_answers(tmp_
         claimed = claim_loopback_base(state, claims)
     assert claimed != derived and claimed.startswith("127.")
     assert loopback_base(state) == claimed  # recorded: every later command finds the same addresses
-    free = tmp_path / "free"
+    free = _silent(tmp_path / "free")
     derived_free = loopback_base(free)  # nothing listens there and nobody claimed it: the derived range is kept
     assert claim_loopback_base(free, tmp_path / "other-claims") == derived_free
     assert (free / "loopback").read_text() == f"{derived_free}\n"

@@ -204,7 +204,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             raise PlanRefusedError(f"{len(destructive)} destructive change(s) to the cluster's nodes need "
                                    f"--allow-destructive; nothing was applied:\n" + "\n".join(
                                        f"  {c.action} {c.resource}: {c.reason}" for c in destructive))
-        check_applicable(target.live.plan, specs.users, target.live.passwords, options)
+        check_applicable(plan, specs.users, target.live.passwords, options)  # node work's refusals too
     if not confirmed(plan, args.auto_approve):
         return 1
     if target.runtime is not None and target.work is not None:

@@ -67,7 +67,8 @@ def plan_cluster(connection: Connection, declared: SpecSet | Desired, found: Map
     # After the observation, and only of the users that exist: the quick start's apply timed out one such login
     # when they ran beside it, for every declared user, on a loaded machine.
     state = check_passwords(connection, observation.state, users, found)
-    plan = plan_against(wanted, state)
+    logins = {connection.username: "the admin this plan logs in as"} if connection.username else {}
+    plan = plan_against(wanted, state, logins)
     unchecked = sorted(u.name for u in users if found.get(u.name) is None and u.name in state.users)
     notes = list(plan.notes)
     if unchecked:
@@ -76,7 +77,8 @@ def plan_cluster(connection: Connection, declared: SpecSet | Desired, found: Map
         notes.append(f"{observation.skipped_acls} ACL binding(s) on delegation-token or user resources are not "
                      f"managed by kraftform and were left alone")
     # Users the plan creates or updates need their password; name every one that is missing (never a value).
-    needed = {c.resource for c in plan.changes if c.kind is Kind.USER and c.action is not Action.DELETE}
+    needed = {c.resource for c in plan.changes
+              if c.kind is Kind.USER and c.action not in (Action.DELETE, Action.REFUSE)}
     problems = tuple(missing_password(u) for u in users if u.name in needed and found.get(u.name) is None)
     return LivePlan(dataclasses.replace(plan, notes=tuple(notes), problems=problems),
                     dataclasses.replace(observation, state=state), found)

@@ -19,7 +19,7 @@ from kraftform.plan.brokers import (
     node_changes,
     stray_cluster_defaults,
 )
-from kraftform.plan.changes import Change, Plan
+from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.plan.diff import Ownership, diff_states
 from kraftform.plan.groups import group_config_changes
 from kraftform.plan.render import listed
@@ -127,8 +127,39 @@ def live_plan(specs: SpecSet, observed: ClusterState) -> Plan:
     return plan_against(desired_of(specs), observed)
 
 
-def plan_against(wanted: Desired, observed: ClusterState) -> Plan:
-    """The changes that take the observed cluster to what `wanted` declares, touching only what it owns."""
+OWN_LOGIN = ("is a login kraftform itself uses ({why}): a plan never alters or deletes it, whatever the ownership "
+             "settings say (rule: own logins); change it by hand with kafka-configs, logged in as another admin, or "
+             "remove it from the specs")
+
+
+def own_logins(changes: list[Change], logins: Mapping[str, str], wanted: Desired) -> tuple[list[Change], list[str]]:
+    """The changes with those that would alter or remove a login kraftform uses (`logins`: user -> which login it
+    is) taken out: refused, naming the rule and the principal, when the declaration asks for them; left alone,
+    with a note, when only the ownership of every principal (`acl_principals: all`) brought them in. Without this
+    an admin named differently in the specs had its credential planned for deletion, and the next apply could
+    not log in."""
+    kept: list[Change] = []
+    left: list[str] = []
+    for change in changes:
+        user = (change.resource if change.kind is Kind.USER else
+                change.resource.removeprefix("User:") if change.kind is Kind.ACL and change.action is Action.DELETE
+                and change.resource.startswith("User:") else None)
+        if user is None or user not in logins:
+            kept.append(change)
+        elif user in wanted.state.users or f"User:{user}" in wanted.principals:
+            kept.append(Change(Action.REFUSE, change.kind, change.resource, Safety.DESTRUCTIVE,
+                               f"{change.action} refused: User:{user} {OWN_LOGIN.format(why=logins[user])}",
+                               change.key, change.current, change.desired))
+        else:
+            left.append(f"User:{user} {change.kind} ({change.action})")
+    notes = [f"the logins kraftform uses are never altered or deleted (rule: own logins); left alone: {listed(left)}"
+             ] if left else []
+    return kept, notes
+
+
+def plan_against(wanted: Desired, observed: ClusterState, logins: Mapping[str, str] | None = None) -> Plan:
+    """The changes that take the observed cluster to what `wanted` declares, touching only what it owns and never
+    the `logins` kraftform uses (user -> which login it is)."""
     owns = wanted.owns
     current = dataclasses.replace(observed, topics={n: t for n, t in observed.topics.items() if not reserved(n)})
     # Removing an override reverts to *this cluster's* default, whatever the specs assume of its brokers.
@@ -160,4 +191,13 @@ def plan_against(wanted: Desired, observed: ClusterState) -> Plan:
                          f"cluster.broker_config, or remove them with kafka-configs --entity-default "
                          f"--delete-config): {listed(stray)}")
     groups = group_config_changes(wanted.group_configs, observed.group_configs)
-    return Plan.of(elr_changes(wanted.cluster, [*plan.changes, *nodes, *settings, *groups], observed), tuple(notes))
+    guarded, kept_notes = own_logins([*plan.changes, *settings, *groups], _logins(wanted, logins), wanted)
+    return Plan.of(elr_changes(wanted.cluster, [*guarded, *nodes], observed), tuple(notes + kept_notes))
+
+
+def _logins(wanted: Desired, logins: Mapping[str, str] | None) -> dict[str, str]:
+    """The given logins, and the admin the cluster section names (the one the nodes make super user)."""
+    found = dict(logins or {})
+    if wanted.cluster is not None:
+        found.setdefault(wanted.cluster.security.admin_user, "the cluster's admin, security.admin_user")
+    return found

@@ -108,6 +108,43 @@ STATIC_QUORUM = ("which this cluster's static voter list (controller.quorum.vote
                  "makes now can (KIP-853's dynamic quorum), this one was made before: keep `controllers` as it runs")
 
 
+#: Settings whose change on running nodes locks someone out during a roll: the admin's SCRAM credential is made for
+#: one name and one mechanism when a cluster is formatted, and each restarted node would refuse what the others
+#: still accept (a controller listener switching between SSL and SASL_SSL splits the quorum the same way).
+LOCKOUT = {
+    "super.users": "the super users (security.admin_user or security.controller_auth)",
+    "sasl.enabled.mechanisms": "the SASL mechanism of the client listeners (security.sasl_mechanism)",
+    "listener.security.protocol.map": "a listener's security protocol (security.controller_auth)",
+}
+LOCKOUT_STEPS = ("keep the running value in the specs; to change it, make a new cluster with it (`kraftform cluster "
+                 "up` with another --state-dir, or another stack), apply the same specs there and move the clients "
+                 "over: a migration in place is not supported")
+
+
+def _protocols(value: str | None) -> dict[str, str]:
+    return dict(entry.split(":", 1) for entry in (value or "").split(",") if ":" in entry)
+
+
+def locks_out(difference: Difference) -> bool:
+    """Whether restarting a node with this difference refuses kraftform's own login or its peers' (adding a
+    listener is not: only a listener that keeps its name and changes its protocol)."""
+    if difference.key == "listener.security.protocol.map":
+        old, new = _protocols(difference.running), _protocols(difference.wanted)
+        return any(old[name] != new[name] for name in old.keys() & new.keys())
+    return difference.key in LOCKOUT
+
+
+def lockouts(steps: Sequence[NodeStep]) -> list[str]:
+    """A refusal, with the steps a user takes, per setting whose change would lock someone out."""
+    found: dict[str, Difference] = {}
+    for step in steps:
+        for d in step.differences:
+            if locks_out(d):
+                found.setdefault(d.key, d)
+    return [f"{LOCKOUT[key]} would change on a running cluster ({d}): each node restarted with it would refuse "
+            f"what the others still accept, kraftform's own login first; {LOCKOUT_STEPS}" for key, d in found.items()]
+
+
 def node_plan(running: Sequence[RunningNode], wanted: Sequence[RenderedNode], kafka_version: str,
               dynamic_quorum: bool = False) -> NodePlan:
     """What to do to the running nodes so that they are the wanted ones. Controllers join or leave only a quorum
@@ -146,7 +183,7 @@ def node_plan(running: Sequence[RunningNode], wanted: Sequence[RenderedNode], ka
         found = differences(r, w, kafka_version)
         if found:
             steps.append(NodeStep(Step.RESTART, w.node, found))
-    return NodePlan(tuple(steps), tuple(refused))
+    return NodePlan(tuple(steps), tuple(refused + lockouts(steps)))
 
 
 def roll_order(restarts: Sequence[NodeStep], active_controller: int | None) -> tuple[NodeStep, ...]:

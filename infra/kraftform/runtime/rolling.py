@@ -175,6 +175,8 @@ def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection) -
     if plan is None:
         dep.load_secrets(runtime.state_dir)  # raises, saying why
         raise AssertionError("unreachable")
+    if plan.refused:  # refused before any login: a lock-out refused is one the connection may already meet
+        return ClusterWork(plan.steps, plan.refused)
     quorum = _quorum(connection)
     active = quorum.leader if quorum else None
     deployment = dep.load(runtime.state_dir)

@@ -386,6 +386,11 @@ def verify(options: Options, progress: Progress, render: Callable[[Report], str]
     unknown = sorted(options.skip - set(SECTIONS))
     if unknown:
         raise UsageError(f"--skip {', '.join(unknown)}: no such section (sections: {', '.join(SECTIONS)})")
+    if options.state_dir is not None and options.mode.node_kills and "node-work" not in options.skip:
+        raise UsageError(f"--state-dir {options.state_dir}: the node-work trials kill applies of node work with "
+                         f"--allow-destructive and end by applying the specs' cluster section, which removes the "
+                         f"nodes of a cluster the specs do not describe; they run only on a cluster verify starts "
+                         f"itself (no --state-dir), or add --skip node-work")
     start = time.monotonic()
     run = Verification(options, progress)
     workdir = options.work_dir or Path(tempfile.mkdtemp(prefix="kraftform-verify-"))

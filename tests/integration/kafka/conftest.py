@@ -48,10 +48,12 @@ class Workspace:
     def name(self, suffix: str) -> str:
         return f"{self.prefix}.{suffix}"
 
-    def write(self, scope: dict[str, Any] | None = None, **sections: list[dict[str, Any]]) -> SpecSet:
+    def write(self, scope: dict[str, Any] | None = None, security: dict[str, Any] | None = None,
+              **sections: list[dict[str, Any]]) -> SpecSet:
         """Replace the spec files with these sections (topics, acls, quotas, users, principals); `scope` adds
-        to the managed scope (its topic prefix is always the test's own)."""
+        to the managed scope (its topic prefix is always the test's own), `security` to the cluster's."""
         cluster = yaml.safe_load((CLUSTER_SPECS / "cluster.yaml").read_text())
+        cluster["cluster"].setdefault("security", {}).update(security or {})
         cluster["cluster"]["name"] = self.cluster.spec.name  # the shared cluster's own (kraftform.testing's)
         cluster["cluster"]["managed_scope"] = {"topic_prefixes": [f"{self.prefix}."], **(scope or {})}
         for path in self.root.glob("*.yaml"):

@@ -377,3 +377,21 @@ def test_a_cluster_section_the_running_cluster_contradicts_is_planned_and_report
     assert f"differs from its specs: add {workspace.cluster.spec.name}-broker-3" in up.stderr, up.stderr
     assert f"kraftform apply --state-dir {workspace.cluster.state_dir}" in up.stderr
     assert time.monotonic() - started < 60
+
+
+def test_the_admin_a_plan_logs_in_as_is_never_planned_away_whatever_the_specs_call_the_admin(
+        workspace: Workspace) -> None:
+    # Every principal owned, and the specs naming another admin than the one the command config logs in as: the
+    # login's credential was planned for deletion (behind --allow-destructive only) and the next apply locked out.
+    login = workspace.connection.username
+    assert login
+    workspace.write(scope={"acl_principals": "all"}, security={"admin_user": f"{workspace.prefix}-admin"})
+    plan = workspace.plan().plan
+    assert not [c for c in plan.changes if c.resource in (login, f"User:{login}")], plan.changes
+    assert any("rule: own logins" in n and f"User:{login} user (delete)" in n for n in plan.notes), plan.notes
+    # Declared with a credential the plan would re-salt, the login is refused, and nothing is applied.
+    workspace.write(security={"admin_user": f"{workspace.prefix}-admin"},
+                    users=[{"name": login, "iterations": 8192, "password": {"env": "KRAFTFORM_NO_SUCH_PASSWORD"}}])
+    refused = workspace.cli("apply", "--auto-approve")
+    assert refused.returncode != 0 and "rule: own logins" in refused.stderr, refused.stderr
+    assert workspace.observe().users[login].iterations != 8192

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+import yaml
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
@@ -82,6 +83,22 @@ def test_a_dynamic_setting_is_applied_live_and_config_command_drift_shows(day2: 
     drifted = day2.kraftform("plan")
     assert drifted.returncode == 2 and "broker 2 num.replica.fetchers: 3 -> 2" in drifted.stdout, drifted.stdout
     assert day2.kraftform("apply", "--auto-approve").returncode == 0
+    assert day2.kraftform("plan").returncode == 0
+
+
+@LOCAL
+def test_an_admin_or_mechanism_change_that_would_lock_kraftform_out_is_refused_and_nothing_restarts(
+        day2: Day2) -> None:
+    before = day2.pids()
+    security = yaml.safe_load((day2.specs / "cluster.yaml").read_text())["cluster"].get("security", {})
+    for changed in ({"admin_user": "another-admin"}, {"sasl_mechanism": "SCRAM-SHA-256"}):
+        day2.edit(security={**security, **changed})
+        planned = day2.kraftform("plan")
+        assert planned.returncode == 2 and "make a new cluster with it" in planned.stdout, planned.stdout
+        applied = day2.kraftform("apply", "--auto-approve")
+        assert applied.returncode == 1 and "nothing was applied" in applied.stderr, applied.stderr
+    assert day2.pids() == before
+    day2.edit(security=security or None)
     assert day2.kraftform("plan").returncode == 0
 
 

@@ -10,7 +10,7 @@ from kraftform.declared import load_specs
 from kraftform.plan import Action, ClusterState, Kind, Plan, Safety, TopicState, UserState, state_of
 from kraftform.plan.brokers import declared_features, feature_changes
 from kraftform.plan.changes import Change, FeatureLevel
-from kraftform.plan.live import live_plan, ownership_of
+from kraftform.plan.live import desired_of, live_plan, ownership_of, plan_against
 from kraftform.specset.model import AclBinding, QuotaEntity, SpecSet
 
 from ...conftest import EXAMPLE_SPECS
@@ -110,6 +110,33 @@ def test_scope_all_removes_undeclared_access_but_never_the_clusters_identities(s
         (Action.DELETE, Kind.USER, "old-app", "mechanism"),
         (Action.DELETE, Kind.ACL, "User:billing", "allow read on group 'b'")]
     assert not ownership_of(everything).user("kraftform-broker")
+
+
+def test_the_login_a_plan_applies_with_is_never_altered_or_deleted_whatever_the_scope(specs: SpecSet) -> None:
+    everything = dataclasses.replace(specs, cluster=dataclasses.replace(
+        specs.cluster, managed_scope=dataclasses.replace(specs.cluster.managed_scope, acl_principals="all")))
+    observed = applied(specs)
+    ops = AclBinding("User:ops", "topic", "audit", "literal", "read", "allow")
+    observed = dataclasses.replace(observed, acls=observed.acls | {ops},
+                                   users={**observed.users, "ops": UserState("ops", "SCRAM-SHA-512", 4096)})
+    # Logged in as "ops", an admin the specs do not name: left alone under acl_principals: all, and said so.
+    logins = {"ops": "the admin this plan logs in as"}
+    plan = plan_against(desired_of(everything), observed, logins)
+    assert plan.empty, plan.changes
+    assert any("rule: own logins" in n and "User:ops user (delete)" in n and "User:ops acl (delete)" in n
+               for n in plan.notes)
+    # Without the login the same plan deletes both: what the rule is there for.
+    assert {(c.action, c.kind, c.resource) for c in plan_against(desired_of(everything), observed).changes} == {
+        (Action.DELETE, Kind.USER, "ops"), (Action.DELETE, Kind.ACL, "User:ops")}
+    # Declared with a password to rotate, the login is refused, naming the rule and the principal.
+    declared = specs.users[0]
+    mine = {declared.name: "the admin this plan logs in as"}
+    rotated = dataclasses.replace(observed, users={
+        **observed.users, declared.name: dataclasses.replace(observed.users[declared.name], password_ok=False)})
+    [change] = plan_against(desired_of(specs), rotated, mine).changes
+    assert change.action is Action.REFUSE and change.kind is Kind.USER and change.resource == declared.name
+    assert f"update refused: User:{declared.name} is a login kraftform itself uses" in change.reason
+    assert "rule: own logins" in change.reason
 
 
 def test_a_password_that_no_longer_logs_in_is_set_again(specs: SpecSet) -> None:

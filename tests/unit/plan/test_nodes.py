@@ -75,6 +75,27 @@ def test_controller_count_and_unrecorded_nodes_are_refused_with_the_reason() -> 
     assert all("earlier kraftform" in r for r in node_plan(old, _rendered(CLUSTER, secrets)[0], "4.3.1").refused)
 
 
+def test_a_change_that_would_lock_the_admin_or_the_quorum_out_is_refused_with_the_steps() -> None:
+    running, secrets = _running(CLUSTER)
+    security = CLUSTER.security
+    for changed, setting in [
+            (dataclasses.replace(security, admin_user="root"), "super users"),
+            (dataclasses.replace(security, sasl_mechanism="SCRAM-SHA-256"), "SASL mechanism"),
+            (dataclasses.replace(security, controller_auth="plain" if security.controller_auth == "mtls" else "mtls"),
+             "security protocol")]:
+        plan = node_plan(running, _rendered(dataclasses.replace(CLUSTER, security=changed), secrets)[0],
+                         CLUSTER.kafka_version)
+        assert len([r for r in plan.refused if setting in r]) == 1, plan.refused
+        assert all("make a new cluster with it" in r for r in plan.refused)
+    # Adding a listener keeps every existing one's protocol: a roll, not a lock-out.
+    listener = dataclasses.replace(security.external_listener, enabled=False)
+    internal, secrets = _running(dataclasses.replace(CLUSTER, security=dataclasses.replace(
+        security, external_listener=listener)))
+    plan = node_plan(internal, _rendered(CLUSTER, secrets)[0], CLUSTER.kafka_version)
+    assert any(d.key == "listener.security.protocol.map" for s in plan.of(Step.RESTART) for d in s.differences)
+    assert not plan.refused
+
+
 def test_roll_order_is_followers_then_the_active_controller_then_brokers() -> None:
     running, secrets = _running(CLUSTER)
     everything = dataclasses.replace(CLUSTER, controller_heap_bytes=1 << 30, broker_heap_bytes=1 << 30)

@@ -7,7 +7,7 @@ import pytest
 from kraftform.errors import UsageError
 from kraftform.verification import SECTIONS
 from kraftform.verification.report import Outcome
-from kraftform.verification.run import QUICK, Options, Verification, verify
+from kraftform.verification.run import FULL, QUICK, Options, Verification, verify
 
 from ...conftest import EXAMPLE_SPECS
 
@@ -34,3 +34,11 @@ def test_an_unknown_section_is_refused_before_any_cluster_starts(tmp_path: Path)
         verify(Options(EXAMPLE_SPECS, QUICK, work_dir=tmp_path, skip=frozenset({"speed"})), print, str)
     assert not (tmp_path / "cluster").exists()
     assert SECTIONS == ("performance", "delivery", "resilience", "node-work")
+
+
+def test_node_trials_on_a_cluster_verify_did_not_start_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    # They end by applying the specs' cluster section with --allow-destructive: on another cluster, its nodes go.
+    state = tmp_path / "someone-elses"
+    with pytest.raises(UsageError, match="--skip node-work"):
+        verify(Options(EXAMPLE_SPECS, FULL, work_dir=tmp_path / "work", state_dir=state), print, str)
+    assert not (tmp_path / "work").exists()

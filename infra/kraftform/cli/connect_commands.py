@@ -168,6 +168,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     for workers, rest, one in plans:
         workers.write_logins(found)
         apply_connect(rest, workers.spec, one, _progress, stable_s=args.stable_for)
+        workers.mark_logins_applied()
     print(f"Applied {summary(plan)}; the connectors are as declared.")
     return 0
 

@@ -18,10 +18,14 @@ from kraftform.plan.changes import ConnectorOffset, ConnectorWork, Plan
 from kraftform.plan.connectors import FAILED, RUNNING, LiveConnector, Logins, connector_changes
 from kraftform.plan.render import listed
 from kraftform.specset.model import AclBinding, ConnectorSpec, ConnectSpec
+from kraftform.waiting import NotYet, poll
 
 Progress = Callable[[str], None]
 #: How long an apply waits for connectors and tasks to reach their declared state.
 SETTLE_TIMEOUT_S = 120.0
+#: How long offsets Connect accepted may take to read back: it answers before the offsets topic (or a sink's
+#: consumer group) holds them, so one read right after can still show the old ones.
+OFFSETS_TIMEOUT_S = 30.0
 #: A failure this long is the connector's state, not the status topic still reporting the run before a restart.
 FAILED_FOR_S = 5.0
 #: As declared this long before apply says so: a task reports running before it fails (a source task whose
@@ -147,9 +151,13 @@ def move_offsets(rest: ConnectRest, name: str, plan: Plan) -> None:
     (or a sink's consumer group) holds them, so apply says done only once they read as planned."""
     moves = [(c.payload.partition, c.payload.offset) for c in plan.changes if isinstance(c.payload, ConnectorOffset)]
     rest.alter_offsets(name, moves)
-    now = rest.offsets(name)
-    wrong = [f"{partition}: {now.get(partition, '(none)')}" for partition, offset in moves
-             if now.get(partition) != offset]
-    if wrong:
-        raise KafkaRequestFailed(f"connector {name!r}: Connect accepted the offsets but reads back "
-                                 f"{listed(wrong, 3)}")
+
+    def stored() -> None:
+        now = rest.offsets(name)
+        wrong = [f"{partition}: {now.get(partition, '(none)')}" for partition, offset in moves
+                 if now.get(partition) != offset]
+        if wrong:
+            raise NotYet(f"Connect accepted the offsets but reads back {listed(wrong, 3)}")
+
+    poll(f"connector {name!r}: the offsets to read back as planned", OFFSETS_TIMEOUT_S, stored,
+         error=KafkaRequestFailed)

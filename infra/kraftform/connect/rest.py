@@ -60,6 +60,8 @@ class ConnectRest:
             if exc.code == 401:
                 raise AuthenticationFailed(f"Kafka Connect at {self.url} refused the login of {self.user!r}: "
                                            f"{message}") from None
+            if exc.code == 409 and "already exists" in message:
+                raise _Exists(message) from None
             if exc.code == 409:
                 raise _Rebalancing(message) from None
             raise KafkaRequestFailed(f"Kafka Connect at {self.url}: {method} {path}: {exc.code} {message}") from None
@@ -91,7 +93,15 @@ class ConnectRest:
         return [(str(v.get("name")), str(message)) for v in values for message in v.get("errors") or ()]
 
     def create(self, name: str, config: dict[str, str], state: str) -> None:
-        self.request("POST", "/connectors", {"name": name, "config": config, "initial_state": state.upper()})
+        """POST, for its `initial_state` (a source declared paused never runs). Connect answers 409 both while it
+        rebalances and when the connector exists: the first is asked again, the second is a create that got
+        through before (an apply retried, or killed after sending it), so the config and state are put as
+        declared instead of riding out a rebalance that is not happening."""
+        try:
+            self.request("POST", "/connectors", {"name": name, "config": config, "initial_state": state.upper()})
+        except _Exists:
+            self.put_config(name, config)
+            self.set_state(name, state)
 
     def put_config(self, name: str, config: dict[str, str]) -> None:
         self.request("PUT", f"/connectors/{urllib.parse.quote(name)}/config", config)
@@ -119,6 +129,10 @@ class ConnectRest:
 
 
 class _Rebalancing(Exception):
+    pass
+
+
+class _Exists(Exception):
     pass
 
 

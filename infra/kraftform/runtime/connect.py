@@ -62,6 +62,8 @@ CLASS_PATH_PLUGINS = ("basic-auth",)
 WORKERS_FILE = "workers.json"
 SECRETS_FILE = "secrets.json"
 LOGINS_DIR = "logins"
+#: Which versions of the login files the tasks have read (`ConnectWorkers.mark_logins_applied`).
+LOGINS_APPLIED_FILE = "logins-applied.json"
 LOG_FILE = "worker.log"
 #: A worker's first start loads every plugin and joins the group: 20-40 s on 2 cores.
 START_TIMEOUT_S = 180.0
@@ -148,12 +150,38 @@ class ConnectWorkers:
         """The connector users' passwords, a file each (0600): what `login_reference` points the workers to."""
         return self.dir / LOGINS_DIR
 
+    @property
+    def _applied_file(self) -> Path:
+        """Each login file's version (modification time, ns) when the tasks last restarted to read it: beside the
+        directory the workers read, never in it."""
+        return self.dir / LOGINS_APPLIED_FILE
+
+    def _versions(self) -> dict[str, int]:
+        return {u: path.stat().st_mtime_ns for u in self.spec.connector_users
+                if (path := self.logins_dir / u).is_file()}
+
+    def _applied(self) -> dict[str, int] | None:
+        if not self._applied_file.is_file():
+            return None
+        return {str(k): int(v) for k, v in read_json(self._applied_file, "the connector logins' record").items()}
+
     def logins(self, found: Mapping[str, str | None]) -> Logins:
-        """The connector users' logins against `found` (user -> password, None when not set)."""
+        """The connector users' logins against `found` (user -> password, None when not set). A login is stale
+        while its file differs from the password, or was written after the tasks last restarted to read it (an
+        apply that failed between the two: the plan restarts them again rather than call them done)."""
         users = self.spec.connector_users
-        return Logins(str(self.logins_dir), frozenset(u for u in users if found.get(u) is not None
-                                                      and _read(self.logins_dir / u) != found[u]),
+        applied, versions = self._applied(), self._versions()
+
+        def stale(user: str) -> bool:
+            return _read(self.logins_dir / user) != found[user] or (
+                applied is not None and applied.get(user) != versions.get(user))
+
+        return Logins(str(self.logins_dir), frozenset(u for u in users if found.get(u) is not None and stale(u)),
                       frozenset(u for u in users if found.get(u) is None))
+
+    def mark_logins_applied(self) -> None:
+        """The tasks now hold what the login files say (an apply restarted them and they run)."""
+        write_atomic(self._applied_file, json.dumps(self._versions()), PRIVATE)
 
     def write_logins(self, found: Mapping[str, str | None]) -> None:
         """Each connector user's password where the workers read it when a task starts; the files of users no
@@ -165,6 +193,8 @@ class ConnectWorkers:
                              f"{', '.join(unset)} is not set")
         self.logins_dir.mkdir(parents=True, exist_ok=True)
         self.logins_dir.chmod(0o700)
+        if self._applied() is None:  # the files as they are were read by the tasks (before this record existed)
+            self.mark_logins_applied()
         for user in users:
             password = found[user]
             assert password is not None

@@ -63,6 +63,7 @@ def running_connect(cluster: EphemeralCluster) -> Iterator[KafkaConnect]:
                 raise PlanRefusedError("the connectors' plan has problems:\n" + "\n".join(plan.problems))
             started[-1].write_logins(cluster.passwords)
             apply_connect(rest, spec, plan, lambda _line: None)
+            started[-1].mark_logins_applied()
             clients[spec.name] = rest
         yield KafkaConnect(clients)
     finally:

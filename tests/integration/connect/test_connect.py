@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kraftform.connect.reconcile import STABLE_FOR_S
+from kraftform.connect.rest import ConnectRest
 from kraftform.kafka.observe import acl_bindings
 
 from ..conftest import unique
@@ -130,6 +131,24 @@ def test_drift_made_through_the_rest_api_shows_in_the_plan_and_apply_repairs_it(
     assert f"file: {connected.files / 'elsewhere.txt'} -> {connected.files / 'archive.txt'}" in planned.stdout
     assert connected.kraftform("apply", "--auto-approve").returncode == 0
     assert connected.rest("GET", "/connectors/archive/config")["file"] == str(connected.files / "archive.txt")
+    assert connected.kraftform("plan").returncode == 0
+
+
+def test_a_create_sent_again_for_a_connector_that_exists_puts_it_as_declared_at_once(connected: Connected) -> None:
+    # An apply killed (or timed out) after its POST got through sends it again: Connect answers 409, as it does
+    # while rebalancing; it is told apart, not waited out for a minute and failed.
+    worker = connected.worker()
+    secret = json.loads((connected.dir / "secrets.json").read_text())["rest_password"]
+    rest = ConnectRest(f"https://{worker['host']}:{worker['port']}", "kraftform", secret,
+                       connected.cluster.admin.ca_path)
+    config = connected.rest("GET", "/connectors/archive/config")
+    started = time.monotonic()
+    rest.create("archive", {**config, "file": str(connected.files / "again.txt")}, "running")
+    assert time.monotonic() - started < 10
+    assert connected.rest("GET", "/connectors/archive/config")["file"] == str(connected.files / "again.txt")
+    planned = connected.kraftform("plan")
+    assert planned.returncode == 2 and "again.txt" in planned.stdout, planned.stdout
+    assert connected.kraftform("apply", "--auto-approve").returncode == 0
     assert connected.kraftform("plan").returncode == 0
 
 

@@ -1,0 +1,36 @@
+"""The connector users' login files against the passwords, and the record of what the tasks have read: a rotation
+is done only once the tasks restarted after its file was written."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kraftform.runtime.connect import ConnectWorkers
+from kraftform.specset.model import ConnectorSpec, ConnectSpec
+
+SPEC = ConnectSpec("cdc", "connect-workers", connectors=(
+    ConnectorSpec("orders", "FileStreamSource", "source", ("orders",), user="orders-cdc"),))
+
+
+def test_a_rotation_written_but_never_restarted_for_stays_in_the_plan_until_applied(tmp_path: Path) -> None:
+    workers = ConnectWorkers(tmp_path, SPEC)
+    workers.write_logins({"orders-cdc": "first"})
+    workers.mark_logins_applied()
+    assert workers.logins({"orders-cdc": "first"}).stale == frozenset()
+    # The apply that rotates writes the file, then is killed before the tasks restart.
+    workers.write_logins({"orders-cdc": "second"})
+    assert workers.logins({"orders-cdc": "second"}).stale == {"orders-cdc"}
+    workers.mark_logins_applied()  # the next apply restarted them
+    assert workers.logins({"orders-cdc": "second"}).stale == frozenset()
+    assert oct(os.stat(tmp_path / "connect" / "cdc" / "logins-applied.json").st_mode & 0o777) == "0o600"
+
+
+def test_files_from_before_the_record_count_as_read_and_a_new_password_as_not(tmp_path: Path) -> None:
+    workers = ConnectWorkers(tmp_path, SPEC)
+    workers.write_logins({"orders-cdc": "first"})
+    (tmp_path / "connect" / "cdc" / "logins-applied.json").unlink()  # as a kraftform before the record left it
+    assert workers.logins({"orders-cdc": "first"}).stale == frozenset()
+    assert workers.logins({"orders-cdc": "rotated"}).stale == {"orders-cdc"}
+    workers.write_logins({"orders-cdc": "rotated"})
+    assert workers.logins({"orders-cdc": "rotated"}).stale == {"orders-cdc"}

@@ -88,7 +88,29 @@ SHARED_FIXTURES = {"clusters", "spark"}
 #: The session's clusters once made, and the last test that needs the Docker one: `pytest_runtest_teardown`
 #: stops it there.
 _SESSION: list[Clusters] = []
-_LAST_DOCKER: dict[str, str] = {}
+_LAST_DOCKER: list[pytest.Item] = []
+
+#: `.ci/run` runs the suite on two xdist workers (`-n 2 --dist loadgroup`), one per group below, so that each
+#: shared cluster starts in one worker only and the two halves wait on their clusters at the same time. "docker":
+#: whatever runs on the Docker engine's clusters (the shared one, the runtimes' own, Pulumi's), and these modules
+#: of their own clusters, which even out the halves; "local": the rest. A test parametrized by runtime goes with
+#: its runtime, so a module-scoped cluster per runtime still starts once.
+DOCKER_SIDE = ("tests/integration/pulumi/test_cluster_nodes.py", "tests/integration/pulumi/test_connect_cluster.py",
+               "tests/integration/pulumi/test_docker_readback.py",
+               "tests/integration/pulumi/test_monitoring_containers.py", "tests/integration/spark/test_containers.py",
+               "tests/integration/runtime/test_docker_engine.py", "tests/integration/testing/",
+               "tests/integration/runtime/test_monitoring.py")
+
+
+def group_of(item: pytest.Item) -> str:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    callspec = getattr(item, "callspec", None)
+    runtimes = {v for v in (callspec.params.values() if callspec is not None else ()) if v in ("local", "docker")}
+    if "docker_cluster" in fixtures or "docker" in runtimes:
+        return "docker"
+    if "local_cluster" in fixtures or "local" in runtimes:
+        return "local"
+    return "docker" if item.nodeid.startswith(DOCKER_SIDE) else "local"
 
 
 def needs_docker_cluster(item: pytest.Item) -> bool:
@@ -97,7 +119,7 @@ def needs_docker_cluster(item: pytest.Item) -> bool:
             or (callspec is not None and callspec.params.get("cluster") == "docker"))
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules that start clusters of their own run before the first test that needs a shared one (a shared
     cluster or the shared Spark session); among those, the modules that need the shared Docker cluster first, so
@@ -117,16 +139,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     on_docker = {module(i) for i in tail if needs_docker_cluster(i)}
     items[:] = (head + [i for i in tail if module(i) not in shared]
                 + [i for i in tail if module(i) in on_docker] + [i for i in tail if module(i) in shared - on_docker])
-    last = [i.nodeid for i in items if needs_docker_cluster(i)]
-    _LAST_DOCKER.clear()
-    _LAST_DOCKER.update({"nodeid": last[-1]} if last else {})
+    last = [i for i in items if needs_docker_cluster(i)]
+    _LAST_DOCKER[:] = last[-1:]
+    for item in items:
+        if item.nodeid.startswith("tests/integration/"):
+            item.add_marker(pytest.mark.xdist_group(group_of(item)))
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """The shared Docker cluster stops after the last test that needs it: six idle containers beside the local
     cluster, Spark and Connect would cost every test after it its share of two cores."""
-    if _SESSION and item.nodeid == _LAST_DOCKER.get("nodeid"):
+    if _SESSION and _LAST_DOCKER and item is _LAST_DOCKER[0]:
         _SESSION[0].stop("docker")
 
 

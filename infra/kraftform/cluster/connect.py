@@ -7,6 +7,7 @@ Pure: paths, hosts and secrets come in, file contents go out; the runtime writes
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -58,6 +59,23 @@ def rest_port(spec: ConnectSpec, index: int) -> int:
     return spec.rest_port + index
 
 
+def env_allowlist(spec: ConnectSpec) -> str:
+    """The env config provider's `allowlist.pattern` (a Java regex the whole name must match): the declared
+    secrets' names; none declared, a pattern no variable name matches."""
+    names = spec.environment_names
+    return f"^({'|'.join(re.escape(n) for n in names)})$" if names else "^$"
+
+
+def worker_environment(spec: ConnectSpec, env: Mapping[str, str]) -> dict[str, str]:
+    """What a worker process starts with: the basics a JVM reads and the declared connector secrets, never the
+    rest of the caller's environment (another user's password, a cloud credential)."""
+    return {k: v for k, v in env.items() if k in WORKER_BASE_ENV or k in spec.environment_names}
+
+
+#: The variables a worker JVM and its plugins read of their own.
+WORKER_BASE_ENV = frozenset({"PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ", "TMPDIR"})
+
+
 def worker_properties(spec: ConnectSpec, index: int, host: str, kafka: Mapping[str, str], files: WorkerFiles,
                       store_password: str, plugin_path: tuple[str, ...], bind: str | None = None) -> dict[str, str]:
     """`kafka`: the Java client settings of the Connect cluster's user (Connection.java()); kraftform's settings
@@ -95,6 +113,9 @@ def worker_properties(spec: ConnectSpec, index: int, host: str, kafka: Mapping[s
         "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
         "config.providers.dir.class": "org.apache.kafka.common.config.provider.DirectoryConfigProvider",
         "config.providers.dir.param.allowed.paths": files.logins,
+        # Only the variables the connectors declare resolve (`validate` refuses a reference written by hand), so
+        # a connector config cannot read the worker's other variables: cloud credentials, a CLI's passwords.
+        "config.providers.env.param.allowlist.pattern": env_allowlist(spec),
         # A connector may change its clients' login and nothing else of them (kraftform sets it from the
         # connector's `user`, and `validate` keeps it out of hand-written configs).
         "connector.client.config.override.policy": "Principal",

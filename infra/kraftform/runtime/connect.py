@@ -32,6 +32,7 @@ from kraftform.cluster.connect import (
     jaas_config,
     rest_port,
     rest_users,
+    worker_environment,
     worker_java_options,
     worker_properties,
     worker_properties_text,
@@ -256,7 +257,7 @@ class ConnectWorkers:
             log.write(f"=== kraftform: starting worker {worker.index} at {time.strftime('%H:%M:%S')}\n".encode())
             log.flush()
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, cwd=files.dir, env=dict(env))
+                                    start_new_session=True, cwd=files.dir, env=worker_environment(self.spec, env))
         return WorkerRecord(worker.index, worker.host, worker.port, proc.pid)
 
     def _stop(self, record: WorkerRecord, sig: int = signal.SIGTERM, grace: float = 30) -> None:

@@ -353,6 +353,10 @@ def check_connect(s: SpecSet) -> Iterator[Problem]:
         first.setdefault(k.name, c)
 
 
+#: `${provider:[path:]key}`, as Kafka's config providers resolve it in a connector's config.
+PROVIDER_REFERENCE = re.compile(r"\$\{[^}:]+:[^}]*\}")
+
+
 def _connector_problems(s: SpecSet, k: ConnectorSpec, users: set[str]) -> Iterator[Problem]:
     named = f"connector {k.name!r}"
     for topic in k.topics:
@@ -369,6 +373,10 @@ def _connector_problems(s: SpecSet, k: ConnectorSpec, users: set[str]) -> Iterat
         elif key in CONNECTOR_FIELDS:
             yield Problem(k.location, f"{named}: set {key!r} through the connector's `{CONNECTOR_FIELDS[key]}`, "
                                       f"not its config")
+        elif isinstance(value, str) and PROVIDER_REFERENCE.search(value):
+            yield Problem(k.location, f"{named}: {key!r} holds a config provider reference ({value!r}): the workers "
+                                      f"would resolve it with their own secrets; a connector reads only what it "
+                                      f"declares, as {{env: NAME}}, and its own `user`'s login")
         elif SECRET_KEY.search(key) and not isinstance(value, EnvSecret):
             yield Problem(k.location, f"{named}: {key!r} looks like a secret; give it as {{env: NAME}} (the "
                                       f"workers read it from their environment), never in the specs")

@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from kraftform.cluster.connect import WORKER_BASE_ENV
 from kraftform.connect.reconcile import STABLE_FOR_S
 from kraftform.connect.rest import ConnectRest
+from kraftform.declared import load_specs
 from kraftform.kafka.observe import acl_bindings
 
 from ..conftest import unique
@@ -42,6 +44,17 @@ def test_the_rest_api_answers_only_an_authenticated_user_over_tls(connected: Con
     # Plain HTTP gets a TLS alert, no HTTP answer (http.client reads it as a bad status line).
     with pytest.raises(http.client.HTTPException):
         urllib.request.urlopen(f"http://{worker['host']}:{worker['port']}/connectors", timeout=10)
+
+
+def test_a_worker_process_holds_only_the_basics_and_the_declared_connector_secrets(connected: Connected) -> None:
+    # The CLI that started it had every KRAFTFORM_PASSWORD_* of the specs in its environment (and this suite's).
+    raw = Path(f"/proc/{connected.worker()['pid']}/environ").read_bytes()
+    names = {entry.split(b"=", 1)[0].decode() for entry in raw.split(b"\0") if entry}
+    declared = {n for spec in load_specs(connected.root).connect for n in spec.environment_names}
+    assert names <= WORKER_BASE_ENV | declared, names - WORKER_BASE_ENV - declared
+    assert "PATH" in names
+    properties = (connected.dir / "worker-0" / "worker.properties").read_text()
+    assert "config.providers.env.param.allowlist.pattern=" in properties
 
 
 def test_a_declared_plugin_loads_and_one_whose_checksum_differs_is_refused_before_any_worker_restarts(

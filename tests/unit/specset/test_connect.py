@@ -108,6 +108,11 @@ def test_a_connectors_rest_config_carries_its_fields_and_secret_references_only(
      "as the workers' user, or as the connector's own `user`"),
     ("config: {file: /var/archive/orders.txt}", "config: {file: /x, producer.override.security.protocol: PLAINTEXT}",
      "connector 'orders-archive': 'producer.override.security.protocol' is kraftform's"),
+    # Written by hand, a reference would read any of the workers' variables or another connector's login.
+    ("config: {file: /var/archive/orders.txt}", "config: {file: '${env:AWS_SECRET_ACCESS_KEY}'}",
+     "connector 'orders-archive': 'file' holds a config provider reference"),
+    ("config: {file: /var/archive/orders.txt}", "config: {file: 'x${dir:/c/logins:orders-cdc}'}",
+     "connector 'orders-archive': 'file' holds a config provider reference"),
 ])
 def test_a_wrong_reference_is_refused_at_its_line(specs_copy: SpecsCopy, old: str, new: str,
                                                   message: str) -> None:
@@ -202,6 +207,19 @@ def test_workers_allow_a_login_override_and_read_logins_from_their_directory_onl
     assert props["config.providers"] == "env,dir"
     assert props["config.providers.dir.class"] == "org.apache.kafka.common.config.provider.DirectoryConfigProvider"
     assert props["config.providers.dir.param.allowed.paths"] == "/c/logins"
+    assert props["config.providers.env.param.allowlist.pattern"] == "^$"  # none declared: no variable resolves
+
+
+def test_a_worker_reads_only_the_variables_its_connectors_declare() -> None:
+    from kraftform.cluster.connect import env_allowlist, worker_environment
+    from kraftform.specset.model import ConnectorSpec, ConnectSpec, EnvSecret
+
+    spec = ConnectSpec("c", "c", connectors=(
+        ConnectorSpec("pg", "PostgresConnector", "source", ("t",), config={"database.password": EnvSecret("PG_PW")}),))
+    env = {"PATH": "/usr/bin", "HOME": "/root", "PG_PW": "s3cret", "AWS_SECRET_ACCESS_KEY": "x",
+           "KRAFTFORM_PASSWORD_BILLING": "y"}
+    assert worker_environment(spec, env) == {"PATH": "/usr/bin", "HOME": "/root", "PG_PW": "s3cret"}
+    assert env_allowlist(spec) == "^(PG_PW)$"
 
 
 def test_two_sinks_of_one_name_in_two_connect_clusters_are_refused(specs_copy: SpecsCopy) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import stat
 import statistics
 import tempfile
 import time
@@ -33,7 +32,7 @@ from kraftform.specset.loader import load_documents
 from kraftform.specset.model import Profile, SpecSet
 from kraftform.verification import SECTIONS, durability, nodework, performance, resilience
 from kraftform.verification.report import Check, Outcome, Report, Table, check
-from kraftform.verification.secretscan import Leak, find_leaks
+from kraftform.verification.secretscan import CommandLineSampler, Leak, find_leaks, held
 from kraftform.verification.target import Target
 from kraftform.verification.toolout import ProducerRun
 
@@ -339,27 +338,33 @@ class Verification:
                 return cluster
         raise UsageError(f"{self.options.specs_dir}: no cluster section")
 
-    def secret_scan(self, target: Target, rendered: str) -> None:
+    def secret_scan(self, target: Target, rendered: str, sampler: CommandLineSampler) -> None:
+        """Files of every mode under the run's directories (a secret is held, not leaked, only in a 0600 file of a
+        state directory or of the run's client configs), the report, and every command line seen during the run."""
         if target.connection.password:
             self.secrets["the admin password"] = target.connection.password
         roots = [target.workdir, *([target.state_dir] if target.state_dir else []), *self.options.scan]
+        homes = [p for p in (target.state_dir, self.own_state, target.workdir / "configs") if p is not None]
         leaks: list[Leak] = find_leaks("the report", rendered, self.secrets)
+        leaks += find_leaks("a process's command line", "\n".join(sorted(sampler.seen)), self.secrets)
         files = size = 0
-        private: list[str] = []
+        kept: set[str] = set()
         for path in _files(roots):
-            explicit = any(path == p or p in path.parents for p in self.options.scan)
-            if not explicit and stat.S_IMODE(path.stat().st_mode) & 0o077 == 0:
-                private.append(path.name)  # owner-only: a credential store by design
-                continue
             text = path.read_bytes().decode("utf-8", errors="replace")
             files, size = files + 1, size + len(text)
-            leaks += find_leaks(str(path), text, self.secrets)
+            found = find_leaks(str(path), text, self.secrets)
+            if found and held(path, homes):
+                kept.add(path.name)  # a credential store by design
+                continue
+            leaks += found
         where = ", ".join(f"{leak.where}:{leak.line} ({leak.secret})" for leak in leaks[:5])
         self.checks.append(check(
-            "secrets", "no secret in plain text in any log, plan, state file or output of the run", not leaks,
-            f"{files} files ({size / 1e6:.1f} MB) and the report scanned for {len(self.secrets)} secrets and PEM "
-            f"private keys: {len(leaks)} found{': ' + where if leaks else ''}; {len(private)} owner-only "
-            f"(0600) credential files not scanned ({', '.join(sorted(set(private))[:6])})"))
+            "secrets", "no secret in plain text in any log, plan, file or process command line of the run, but in "
+            "the state directories' owner-only credential files", not leaks,
+            f"{files} files of every mode ({size / 1e6:.1f} MB), the report and {len(sampler.seen)} distinct command "
+            f"lines ({sampler.samples} samples) scanned for {len(self.secrets)} secrets and PEM private keys: "
+            f"{len(leaks)} found{': ' + where if leaks else ''}; held in 0600 files of a state directory: "
+            f"{', '.join(sorted(kept)[:8]) or 'none'}"))
 
 
 def _files(roots: Iterable[Path]) -> Iterable[Path]:
@@ -395,7 +400,9 @@ def verify(options: Options, progress: Progress, render: Callable[[Report], str]
     run = Verification(options, progress)
     workdir = options.work_dir or Path(tempfile.mkdtemp(prefix="kraftform-verify-"))
     (workdir / "logs").mkdir(parents=True, exist_ok=True)
+    sampler = CommandLineSampler()
     try:
+        sampler.__enter__()
         target = run.target(workdir)
         # Speeds first: the failure checks restart nodes, and a restarted JVM's first minutes (its JIT) would
         # show in the latencies.
@@ -407,9 +414,10 @@ def verify(options: Options, progress: Progress, render: Callable[[Report], str]
     finally:
         if run.own_state is not None and (run.own_state / "cluster.json").is_file():
             get_runtime(options.runtime, run.own_state).stop()
+        sampler.__exit__()
     draft = Report(options.mode.name, target.description, tuple(run.checks), tuple(run.tables),
                    time.monotonic() - start)
-    run.secret_scan(target, render(draft))
+    run.secret_scan(target, render(draft), sampler)
     report = dataclasses.replace(draft, checks=tuple(run.checks), seconds=time.monotonic() - start,
                                  notes=(f"work directory: {workdir}",))
     if run.own_state is not None:

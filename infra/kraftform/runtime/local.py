@@ -407,6 +407,7 @@ class LocalRuntime:
         deployment.previous[record.name] = record
         new = dep.started(rendered, cluster.kafka_version)
         deployment.nodes[deployment.nodes.index(record)] = new
+        dep.save(self.state_dir, deployment)  # recorded before it runs: a kill from here on leaves no stranger
         self._start(new, cluster.kafka_version)
         dep.save(self.state_dir, deployment)
 
@@ -435,8 +436,11 @@ class LocalRuntime:
         self._format([rendered], dep.load_secrets(self.state_dir).cluster_id, cluster.kafka_version)
         deployment = dep.load(self.state_dir)
         record = dep.started(rendered, cluster.kafka_version)
-        self._start(record, cluster.kafka_version)
         deployment.nodes.append(record)
+        # Recorded (without a process yet) before it runs: a kill between the launch and the second save leaves a
+        # node the next apply finds by its files (`_alive`), never a JVM nobody knows beside a second one.
+        dep.save(self.state_dir, deployment)
+        self._start(record, cluster.kafka_version)
         dep.save(self.state_dir, deployment)
 
     def remove_node(self, name: str, purge: bool) -> None:

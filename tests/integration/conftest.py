@@ -90,11 +90,12 @@ SHARED_FIXTURES = {"clusters", "spark"}
 _SESSION: list[Clusters] = []
 _LAST_DOCKER: list[pytest.Item] = []
 
-#: `.ci/run` runs the suite on two xdist workers (`-n 2 --dist loadgroup`), one per group below, so that each
-#: shared cluster starts in one worker only and the two halves wait on their clusters at the same time. "docker":
-#: whatever runs on the Docker engine's clusters (the shared one, the runtimes' own, Pulumi's), and these modules
-#: of their own clusters, which even out the halves; "local": the rest. A test parametrized by runtime goes with
-#: its runtime, so a module-scoped cluster per runtime still starts once.
+#: `.ci/run` runs the suite as two pytest sessions at once, `-m docker_side` and `-m "not docker_side"`, so that each
+#: shared cluster starts in one session only and the two halves wait on their clusters at the same time. The
+#: Docker side: whatever runs on the Docker engine's clusters (the shared one, the runtimes' own, Pulumi's), and
+#: these modules of their own clusters, which even out the halves; the local side: the rest, unit tests first. A
+#: test parametrized by runtime goes with its runtime, so a module-scoped cluster per runtime still starts once.
+#: (Not xdist: its `loadgroup` sets a node id pytest 9 no longer reads, and splits modules across workers.)
 DOCKER_SIDE = ("tests/integration/pulumi/test_cluster_nodes.py", "tests/integration/pulumi/test_connect_cluster.py",
                "tests/integration/pulumi/test_docker_readback.py",
                "tests/integration/pulumi/test_monitoring_containers.py", "tests/integration/spark/test_containers.py",
@@ -119,7 +120,7 @@ def needs_docker_cluster(item: pytest.Item) -> bool:
             or (callspec is not None and callspec.params.get("cluster") == "docker"))
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the side marked here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules that start clusters of their own run before the first test that needs a shared one (a shared
     cluster or the shared Spark session); among those, the modules that need the shared Docker cluster first, so
@@ -142,8 +143,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     last = [i for i in items if needs_docker_cluster(i)]
     _LAST_DOCKER[:] = last[-1:]
     for item in items:
-        if item.nodeid.startswith("tests/integration/"):
-            item.add_marker(pytest.mark.xdist_group(group_of(item)))
+        if item.nodeid.startswith("tests/integration/") and group_of(item) == "docker":
+            item.add_marker(pytest.mark.docker_side)
 
 
 @pytest.hookimpl(trylast=True)

@@ -74,9 +74,10 @@ def test_a_connect_cluster_is_one_resource_after_its_topics_and_grants(stack: tu
     return outputs["connect"].apply(check)
 
 
-def test_a_connector_secret_missing_from_the_environment_is_refused_naming_it(connect_specs: Path) -> None:
-    os.environ.pop("IMPORT_PASSWORD", None)
-    os.environ[WORKERS_PASSWORD] = "workers-secret"
+def test_a_connector_secret_missing_from_the_environment_is_refused_naming_it(connect_specs: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("IMPORT_PASSWORD", raising=False)
+    monkeypatch.setenv(WORKERS_PASSWORD, "workers-secret")
     with pytest.raises(pulumi.RunError) as refused, built_stack("dev-connect-unset",
                                                                 lambda: StackConfig(connect_specs, image="local")):
         pass
@@ -85,8 +86,10 @@ def test_a_connector_secret_missing_from_the_environment_is_refused_naming_it(co
     assert f"{connect_specs / 'connect.yaml'}:5" in message
 
 
-def test_an_existing_clusters_stack_refuses_connect_naming_it_and_where_it_is(specs_copy: SpecsCopy,
-                                                                              tmp_path: Path) -> None:
+def test_an_existing_clusters_stack_refuses_connect_naming_it_and_where_it_is(
+        specs_copy: SpecsCopy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its own environment, not what a test before it left: the workers' user's password is checked first.
+    monkeypatch.setenv(WORKERS_PASSWORD, "workers-secret")
     specs = with_connect(specs_copy())
     with pytest.raises(pulumi.RunError) as refused, built_stack("prod-connect", lambda: dataclasses.replace(
             prod_config(tmp_path), specs_dir=specs)):

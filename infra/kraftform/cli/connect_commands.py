@@ -132,7 +132,8 @@ def _plans(args: argparse.Namespace) -> tuple[dict[str, str | None], Planned]:
     for spec in _chosen(specs, args.name):
         workers = connect_workers(args.state_dir, spec)
         rest = workers.rest()
-        out.append((workers, rest, plan_connect(rest, spec, granted, workers.logins(found))))
+        out.append((workers, rest, plan_connect(rest, spec, granted, workers.logins(found),
+                                                workers.started_environment())))
     return found, out
 
 

@@ -17,7 +17,7 @@ from kraftform.errors import KafkaRequestFailed
 from kraftform.plan.changes import ConnectorOffset, ConnectorWork, Plan
 from kraftform.plan.connectors import FAILED, RUNNING, LiveConnector, Logins, connector_changes
 from kraftform.plan.render import listed
-from kraftform.specset.model import AclBinding, ConnectorSpec, ConnectSpec
+from kraftform.specset.model import AclBinding, ConnectorSpec, ConnectSpec, EnvSecret
 from kraftform.waiting import NotYet, poll
 
 Progress = Callable[[str], None]
@@ -34,16 +34,24 @@ STABLE_FOR_S = 10.0
 
 
 def plan_connect(rest: ConnectRest, spec: ConnectSpec, granted: frozenset[AclBinding],
-                 logins: Logins | None = None) -> Plan:
+                 logins: Logins | None = None, environment: frozenset[str] | None = None) -> Plan:
     """`granted`: the ACL bindings Kafka holds. A connector whose derived grants are not there yet is a problem
     (its tasks would fail on Kafka's refusal): `kraftform apply` makes them, with the rest of the Kafka objects.
-    So is a connector whose user's password is not set (`logins.unset`): the workers could not log in as it."""
+    So is a connector whose user's password is not set (`logins.unset`): the workers could not log in as it; and
+    one reading a variable the running workers were not started with (`environment`, None when unknown): a worker
+    holds only its connectors' declared variables."""
     logins = logins or Logins()
     live = rest.connectors()
     changes = connector_changes(spec.name, spec.connectors, live, logins=logins)
     touched = {c.resource.split("/", 1)[1] for c in changes
                if isinstance(c.payload, ConnectorWork) and c.payload.operation in ("create", "config")}
-    problems = [problem for c in spec.connectors if c.name in touched for problem in _invalid(rest, c, logins)]
+    unstarted = {c.name: absent for c in spec.connectors
+                 if environment is not None and (absent := sorted(set(_variables(c)) - environment))}
+    problems = [f"{c.location}: connector {c.name!r}: reads {', '.join(unstarted[c.name])} from the environment, "
+                f"which the running workers were not started with: `kraftform connect up` restarts them with it"
+                for c in spec.connectors if c.name in unstarted]
+    # Checked by the plugin all the same: its words come with the reason above (a login it could not make).
+    problems += [problem for c in spec.connectors if c.name in touched for problem in _invalid(rest, c, logins)]
     problems += [f"{c.location}: connector {c.name!r}: the password of its user {c.user!r} is not set"
                  for c in spec.connectors if c.user in logins.unset]
     needs = [(f"Connect cluster {spec.name!r}", spec.location, spec.worker_acls())]
@@ -54,6 +62,10 @@ def plan_connect(rest: ConnectRest, spec: ConnectSpec, granted: frozenset[AclBin
             problems.append(f"{where}: {named}: its grants are not in Kafka yet "
                             f"({listed([b.describe() for b in missing], 3)}); `kraftform apply` makes them")
     return Plan(Plan.of(changes).changes, problems=tuple(problems))
+
+
+def _variables(connector: ConnectorSpec) -> list[str]:
+    return [v.name for v in connector.config.values() if isinstance(v, EnvSecret)]
 
 
 def _invalid(rest: ConnectRest, connector: ConnectorSpec, logins: Logins) -> list[str]:

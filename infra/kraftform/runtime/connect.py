@@ -65,6 +65,8 @@ SECRETS_FILE = "secrets.json"
 LOGINS_DIR = "logins"
 #: Which versions of the login files the tasks have read (`ConnectWorkers.mark_logins_applied`).
 LOGINS_APPLIED_FILE = "logins-applied.json"
+#: The names (never the values) of the variables the workers were started with.
+ENVIRONMENT_FILE = "environment-names.json"
 LOG_FILE = "worker.log"
 #: A worker's first start loads every plugin and joins the group: 20-40 s on 2 cores.
 START_TIMEOUT_S = 180.0
@@ -307,7 +309,19 @@ class ConnectWorkers:
             progress(f"{self.spec.name}: stopping worker {extra.index} (no longer declared) ...")
             self._stop(extra)
         self._save(records)
+        self.record_environment()
         return records
+
+    def record_environment(self) -> None:
+        """The variables the workers now run with: a connector declared later with another one is a problem in
+        the plan (`plan_connect`), not a login its validation fails in the plugin's words."""
+        write_atomic(self.dir / ENVIRONMENT_FILE, json.dumps(sorted(self.spec.environment_names)) + "\n")
+
+    def started_environment(self) -> frozenset[str] | None:
+        """The connector variables the running workers were started with (None: started by an earlier kraftform,
+        which passed them its whole environment)."""
+        path = self.dir / ENVIRONMENT_FILE
+        return frozenset(read_json(path, "the Connect workers' variables")) if path.is_file() else None
 
     def _wait_up(self, record: WorkerRecord, timeout: float) -> None:
         rest = self._client(record, timeout=10)

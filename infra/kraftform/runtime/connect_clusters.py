@@ -73,6 +73,7 @@ class DockerStateWorkers(ConnectWorkers):
                              f"{', '.join(unset)} (`kraftform passwords` lists them)")
         workers = self._docker(login.password, env, self._recorded_logins())
         workers.up(progress, timeout)
+        self.record_environment()
         return self.running()
 
     def down(self, purge: bool = False) -> None:

@@ -74,6 +74,13 @@ def test_debezium_captures_every_insert_update_and_delete_and_loses_none_across_
     assert ("connector 'orders-cdc': its grants are not in Kafka yet (User:orders-connect: allow describe on topic "
             "'cdc.public.orders'") in ungranted.stdout, ungranted.stdout
     connected.apply_kafka()
+    # The workers hold only the variables their connectors declared when they started: this one's is new.
+    unstarted = connected.kraftform("plan")
+    assert unstarted.returncode == 1 and (f"connector 'orders-cdc': reads {PG_PASSWORD_ENV} from the environment, "
+                                          "which the running workers were not started with") in unstarted.stdout
+    assert "`kraftform connect up` restarts them with it" in unstarted.stdout, unstarted.stdout
+    started = connected.kraftform("up")
+    assert started.returncode == 0, started.stdout + started.stderr
     planned = connected.kraftform("plan")
     assert planned.returncode == 2, planned.stdout + planned.stderr
     assert os.environ[PG_PASSWORD_ENV] not in planned.stdout + planned.stderr

@@ -17,7 +17,7 @@ from kraftform.errors import KafkaRequestFailed
 from kraftform.plan.changes import ConnectorOffset, ConnectorWork, Plan
 from kraftform.plan.connectors import FAILED, RUNNING, LiveConnector, Logins, connector_changes
 from kraftform.plan.render import listed
-from kraftform.specset.model import AclBinding, ConnectorSpec, ConnectSpec, EnvSecret
+from kraftform.specset.model import AclBinding, ConnectorSpec, ConnectSpec
 from kraftform.waiting import NotYet, poll
 
 Progress = Callable[[str], None]
@@ -46,7 +46,7 @@ def plan_connect(rest: ConnectRest, spec: ConnectSpec, granted: frozenset[AclBin
     touched = {c.resource.split("/", 1)[1] for c in changes
                if isinstance(c.payload, ConnectorWork) and c.payload.operation in ("create", "config")}
     unstarted = {c.name: absent for c in spec.connectors
-                 if environment is not None and (absent := sorted(set(_variables(c)) - environment))}
+                 if environment is not None and (absent := sorted(set(c.environment_names) - environment))}
     problems = [f"{c.location}: connector {c.name!r}: reads {', '.join(unstarted[c.name])} from the environment, "
                 f"which the running workers were not started with: `kraftform connect up` restarts them with it"
                 for c in spec.connectors if c.name in unstarted]
@@ -62,10 +62,6 @@ def plan_connect(rest: ConnectRest, spec: ConnectSpec, granted: frozenset[AclBin
             problems.append(f"{where}: {named}: its grants are not in Kafka yet "
                             f"({listed([b.describe() for b in missing], 3)}); `kraftform apply` makes them")
     return Plan(Plan.of(changes).changes, problems=tuple(problems))
-
-
-def _variables(connector: ConnectorSpec) -> list[str]:
-    return [v.name for v in connector.config.values() if isinstance(v, EnvSecret)]
 
 
 def _invalid(rest: ConnectRest, connector: ConnectorSpec, logins: Logins) -> list[str]:

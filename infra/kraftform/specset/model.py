@@ -428,6 +428,11 @@ class ConnectorSpec:
     mechanism: str = "SCRAM-SHA-512"
     location: Location = _loc()
 
+    @property
+    def environment_names(self) -> tuple[str, ...]:
+        """The environment variables it reads secrets from (`{env: NAME}`), in its settings' order."""
+        return tuple(v.name for _, v in sorted(self.config.items()) if isinstance(v, EnvSecret))
+
     def rest_config(self, logins: str = LOGINS_PLACEHOLDER) -> dict[str, str]:
         """The config as Connect's REST API takes it: kraftform's fields as Connect's keys, secrets as
         references. `logins`: the directory the workers read connector users' passwords from (`login_reference`)."""
@@ -488,8 +493,7 @@ class ConnectSpec:
     @property
     def environment_names(self) -> tuple[str, ...]:
         """The environment variables its connectors read secrets from (`{env: NAME}`), each once."""
-        return tuple(dict.fromkeys(v.name for c in self.connectors for _, v in sorted(c.config.items())
-                                   if isinstance(v, EnvSecret)))
+        return tuple(dict.fromkeys(name for c in self.connectors for name in c.environment_names))
 
     @property
     def internal_topics(self) -> dict[str, str]:

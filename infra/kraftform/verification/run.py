@@ -400,21 +400,19 @@ def verify(options: Options, progress: Progress, render: Callable[[Report], str]
     run = Verification(options, progress)
     workdir = options.work_dir or Path(tempfile.mkdtemp(prefix="kraftform-verify-"))
     (workdir / "logs").mkdir(parents=True, exist_ok=True)
-    sampler = CommandLineSampler()
-    try:
-        sampler.__enter__()
-        target = run.target(workdir)
-        # Speeds first: the failure checks restart nodes, and a restarted JVM's first minutes (its JIT) would
-        # show in the latencies.
-        run.timed("performance", "profile performance", lambda: run.speeds(target))
-        run.timed("delivery", "delivery under failure", lambda: run.failures(target))
-        run.timed("resilience", "resilience", lambda: run.resilience(target))
-        run.timed("node-work", "node work under SIGKILL", lambda: run.node_kills(target))
-        target.delete_topics()
-    finally:
-        if run.own_state is not None and (run.own_state / "cluster.json").is_file():
-            get_runtime(options.runtime, run.own_state).stop()
-        sampler.__exit__()
+    with CommandLineSampler() as sampler:  # every command line while the run's processes live
+        try:
+            target = run.target(workdir)
+            # Speeds first: the failure checks restart nodes, and a restarted JVM's first minutes (its JIT) would
+            # show in the latencies.
+            run.timed("performance", "profile performance", lambda: run.speeds(target))
+            run.timed("delivery", "delivery under failure", lambda: run.failures(target))
+            run.timed("resilience", "resilience", lambda: run.resilience(target))
+            run.timed("node-work", "node work under SIGKILL", lambda: run.node_kills(target))
+            target.delete_topics()
+        finally:
+            if run.own_state is not None and (run.own_state / "cluster.json").is_file():
+                get_runtime(options.runtime, run.own_state).stop()
     draft = Report(options.mode.name, target.description, tuple(run.checks), tuple(run.tables),
                    time.monotonic() - start)
     run.secret_scan(target, render(draft), sampler)

@@ -117,6 +117,15 @@ def _as_started(specs: SpecSet, args: argparse.Namespace) -> SpecSet:
     return dataclasses.replace(specs, cluster=as_started(specs.cluster, args.state_dir))
 
 
+def _throttle(args: argparse.Namespace) -> int:
+    """apply's --throttle (plan has none: the moves' time is shown at apply's default)."""
+    given = getattr(args, "throttle", "50MiB/s")
+    try:
+        return int(parse_rate(given))
+    except ValueError as exc:
+        raise UsageError(f"--throttle {given!r}: {exc}") from None
+
+
 def _target(args: argparse.Namespace, specs: SpecSet) -> Target:
     if args.state_dir is None:
         connection = read_connection(args.command_config)
@@ -130,7 +139,7 @@ def _target(args: argparse.Namespace, specs: SpecSet) -> Target:
 
     connection, runtime = admin_config(args.state_dir), cast("Nodes", runtime_of(args.state_dir))
     live = _planned(connection, specs)
-    work = cluster_work(runtime, specs.cluster, connection)
+    work = cluster_work(runtime, specs.cluster, connection, _throttle(args))
     plan = live.plan.with_node_work(work.changes(specs.cluster))
     rolls_brokers = any(s.step is Step.RESTART and s.node.is_broker for s in work.steps)
     unsafe = unprotected_note(live.observation.state) if rolls_brokers else ""
@@ -188,10 +197,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     specs = _as_started(load_specs(args.specs_dir), args)
     if os.environ.get("KRAFTFORM_TIMINGS"):
         print(f"timings: specs {time.monotonic() - started:.3f} s", file=sys.stderr)
-    try:
-        throttle = int(parse_rate(args.throttle))
-    except ValueError as exc:
-        raise UsageError(f"--throttle {args.throttle!r}: {exc}") from None
+    throttle = _throttle(args)
     target = _target(args, specs)
     plan = target.plan
     sys.stdout.write(render_text(plan))

@@ -6,6 +6,7 @@ shape, profiles) is compared here, and the streaming consumers in `spark.diff`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
@@ -15,6 +16,13 @@ from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.plan.connectors import connector_changes, declared_as_live
 from kraftform.plan.diff import diff_states
 from kraftform.plan.groups import group_config_changes, unmanaged_groups
+from kraftform.plan.placement import (
+    DEFAULT_THROTTLE,
+    PlacementRefused,
+    describe_moves,
+    kafka_layout,
+    target_assignment,
+)
 from kraftform.plan.state import state_of
 from kraftform.specset.checks import IRREVERSIBLE_FEATURES
 from kraftform.specset.model import ClusterSpec, SpecSet
@@ -39,6 +47,29 @@ def flat_fields(value: Any, prefix: str = "") -> dict[str, str]:
     if isinstance(value, Mapping):  # settings: one change per key
         return {f"{prefix}.{k}": str(v) for k, v in value.items()}
     return {prefix: UNSET if value is None else str(value)}
+
+
+def node_change_moves(base: SpecSet, head: SpecSet) -> str:
+    """The replica moves a change of brokers implies, estimated offline: on the layout Kafka's assignment gives
+    the declared topics, by the placement code apply runs, each partition's bytes at its topic's retention.bytes
+    where one is declared."""
+    before = {i + 1: base.cluster.rack_of(i) for i in range(base.cluster.brokers)}
+    every = before | {i + 1: head.cluster.rack_of(i) for i in range(head.cluster.brokers)}
+    leaving = set(range(head.cluster.brokers + 1, base.cluster.brokers + 1))
+    topics = [t for t in base.topics if t.partitions > 0]
+    layout = kafka_layout([(t.name, t.partitions, t.replication_factor) for t in topics], before)
+    sized = [t for t in topics if int(t.config.get("retention.bytes", -1)) > 0]
+    sizes = {(t.name, p): int(t.config["retention.bytes"]) for t in sized for p in range(t.partitions)}
+    even = head.cluster.placement.even_topics
+    try:
+        moves = target_assignment(layout, every, leaving, sizes, even)
+        moves.other_setting_moves = target_assignment(layout, every, leaving, sizes, not even).replicas_moved
+    except PlacementRefused as exc:
+        return f"refused by apply as declared: {exc}"
+    unsized = len(topics) - len(sized)
+    return (f"estimated on the layout Kafka's assignment gives the declared topics, "
+            f"{describe_moves(moves, DEFAULT_THROTTLE)} (bytes at each topic's retention.bytes"
+            + (f"; {unsized} topic(s) declare none and count 0)" if unsized else ")"))
 
 
 def _cluster(base: ClusterSpec, head: ClusterSpec) -> list[Change]:
@@ -71,6 +102,9 @@ def _cluster(base: ClusterSpec, head: ClusterSpec) -> list[Change]:
             safety, reason = ((Safety.SAFE, "dynamic broker setting: applied live, no restart")
                               if found is not None and found.dynamic else
                               (Safety.DISRUPTIVE, "read at start: the brokers restart (rolling) to take it"))
+        elif top == "placement":
+            safety, reason = Safety.SAFE, ("how replicas move when brokers join or leave: the next node change's "
+                                           "plan moves and shows them so; nothing moves now")
         elif top in _CLUSTER_SAFE:
             safety, reason = Safety.SAFE, ("checked by `kraftform lint`; nothing on the cluster changes"
                                            if top == "conventions" else "spec setting; no node restarts")
@@ -118,8 +152,13 @@ def diff_specsets(base: SpecSet, head: SpecSet) -> Plan:
     kafka = diff_states(before, after)
     groups = [*group_config_changes(after.group_configs, before.group_configs),
               *unmanaged_groups(before.group_configs, after.group_configs)]
-    return Plan.of([*kafka.changes, *groups, *_cluster(base.cluster, head.cluster), *_profiles(base, head),
-                    *_connect(base, head)], subject="diff")
+    cluster = _cluster(base.cluster, head.cluster)
+    if base.cluster.brokers != head.cluster.brokers:
+        moves = node_change_moves(base, head)
+        cluster = [dataclasses.replace(c, reason=f"{c.reason}; {moves}") if c.key == "brokers" else c
+                   for c in cluster]
+    return Plan.of([*kafka.changes, *groups, *cluster, *_profiles(base, head), *_connect(base, head)],
+                   subject="diff")
 
 
 def _connect(base: SpecSet, head: SpecSet) -> list[Change]:

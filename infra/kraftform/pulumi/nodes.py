@@ -110,14 +110,14 @@ class ClusterNodesProvider(ResourceProvider):
                                  f"outside Pulumi?): start them again, or `pulumi destroy` and `pulumi up` for a new "
                                  f"cluster")
             connection = dep.admin_config(runtime.state_dir)
-            work = cluster_work(runtime, spec, connection)
-            if _brokers(olds["nodes"]) != _brokers(news["nodes"]):
-                # An update that failed before its moves leaves the stack's old inputs: move them now.
-                work = dataclasses.replace(work, rebalance_pending=True)
             options = RollOptions(node_timeout_s=float(news.get("node_timeout_s") or ROLL.node_timeout_s),
                                   gate_timeout_s=float(news.get("gate_timeout_s") or ROLL.gate_timeout_s),
                                   throttle_bytes_per_s=int(news.get("throttle") or ROLL.throttle_bytes_per_s),
                                   purge_removed=True)
+            work = cluster_work(runtime, spec, connection, options.throttle_bytes_per_s)
+            if _brokers(olds["nodes"]) != _brokers(news["nodes"]):
+                # An update that failed before its moves leaves the stack's old inputs: move them now.
+                work = dataclasses.replace(work, rebalance_pending=True)
             carry_out(runtime, spec, work, connection, options, _progress)
         return UpdateResult(news)
 

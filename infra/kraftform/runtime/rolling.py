@@ -10,7 +10,6 @@ nodes that still differ.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
@@ -27,7 +26,14 @@ from kraftform.kafka.apply import Applier, ApplyOptions
 from kraftform.monitoring.status import Partition as ReadPartition
 from kraftform.plan.changes import Action, Change, Kind, Reassignment, Safety
 from kraftform.plan.nodes import NodePlan, NodeStep, Step, ordered, roll_order
-from kraftform.plan.placement import Moves, PlacementRefused, reassignment_batches, target_assignment
+from kraftform.plan.placement import (
+    DEFAULT_THROTTLE,
+    Moves,
+    PlacementRefused,
+    describe_moves,
+    reassignment_batches,
+    target_assignment,
+)
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.tools import CLUSTER_TOOL, METADATA_QUORUM, run_kafka_tool
 from kraftform.specset.model import ClusterSpec
@@ -69,7 +75,7 @@ class RollOptions:
     node_timeout_s: float = 300.0
     #: How long to wait for a gate before a node stops (a partition at min.insync.replicas, a voter behind).
     gate_timeout_s: float = 300.0
-    throttle_bytes_per_s: int = 50 * 1024 * 1024
+    throttle_bytes_per_s: int = DEFAULT_THROTTLE
     #: Partitions per reassignment batch while replicas move.
     batch_partitions: int = 200
     #: Delete a removed broker's data (its directory or volume); only with --allow-destructive.
@@ -87,6 +93,8 @@ class ClusterWork:
     active_controller: int | None = None
     #: What the partition moves would be, as far as the cluster can be read now.
     estimate: Moves | None = None
+    #: The per-broker replication throttle the moves' time is estimated at.
+    throttle_bytes_per_s: int = DEFAULT_THROTTLE
     #: Voters no declared controller is (a removal interrupted after the node stopped): taken out of the quorum.
     stray_voters: tuple[int, ...] = ()
     #: Nodes an interrupted roll was restarting: checked first (kept if back, else started as they were).
@@ -150,10 +158,7 @@ class ClusterWork:
                                   "unregistered and its data is deleted", "node", f"broker {s.node.node_id}", None, s))
         if self.moves_partitions:
             moves = self.estimate
-            shown = (f"{moves.replicas_moved} replica(s) of {moves.partitions} partition(s) in {len(moves.targets)} "
-                     f"topic(s) move, {moves.bytes_moved / 2**20:.1f} MiB to copy under the replication throttle "
-                     f"(apply --throttle, default 50MiB/s), {moves.leaders_changed} preferred leader(s) change"
-                     if moves is not None else
+            shown = (describe_moves(moves, self.throttle_bytes_per_s) if moves is not None else
                      f"{len(self.reassigning)} partition(s) are being reassigned now ({_some(self.reassigning)}): "
                      f"apply waits until that ends, then computes the moves" if self.reassigning else
                      "the moves are computed once the new brokers run")
@@ -169,8 +174,9 @@ class ClusterWork:
         return out
 
 
-def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection) -> ClusterWork:
-    """The node work between the running cluster and its specs."""
+def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection,
+                 throttle_bytes_per_s: int = DEFAULT_THROTTLE) -> ClusterWork:
+    """The node work between the running cluster and its specs (the moves' time estimated at the throttle)."""
     plan = runtime.node_plan(cluster)
     if plan is None:
         dep.load_secrets(runtime.state_dir)  # raises, saying why
@@ -189,7 +195,7 @@ def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection) -
     stopped = tuple(r.name for r in deployment.nodes
                     if r.name not in in_progress and r.node_id not in leaving and not runtime.process_id(r.name))
     work = ClusterWork(ordered(plan, active), plan.refused, pending, active, stray_voters=strays,
-                       in_progress=in_progress, stopped=stopped)
+                       in_progress=in_progress, stopped=stopped, throttle_bytes_per_s=throttle_bytes_per_s)
     if not work.moves_partitions:
         return work
     try:
@@ -199,7 +205,7 @@ def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection) -
     if moving:
         return dataclasses.replace(work, reassigning=moving)
     try:
-        return dataclasses.replace(work, estimate=_estimate(connection, work))
+        return dataclasses.replace(work, estimate=_estimate(connection, work, cluster.placement.even_topics))
     except PlacementRefused as exc:
         return dataclasses.replace(work, refused=(*work.refused, f"the brokers cannot be removed: {exc}"))
 
@@ -211,10 +217,11 @@ def interrupted(deployment: dep.Deployment) -> tuple[str, ...]:
     return tuple(sorted((marked | set(deployment.previous)) & {r.name for r in deployment.nodes}))
 
 
-def _estimate(connection: Connection, work: ClusterWork) -> Moves | None:
-    """The moves `rebalance` would make were the added brokers running and the removed ones leaving; None when
-    the cluster cannot be read for it now (the plan says the moves are computed when they are made). Raises
-    PlacementRefused when the staying brokers cannot hold the partitions."""
+def _estimate(connection: Connection, work: ClusterWork, even_topics: bool) -> Moves | None:
+    """The moves `rebalance` would make were the added brokers running and the removed ones leaving, and what
+    the other `placement.even_topics` setting would move; None when the cluster cannot be read for it now (the
+    plan says the moves are computed when they are made). Raises PlacementRefused when the staying brokers
+    cannot hold the partitions."""
     try:
         admin = gates.client(connection)
         racks = gates.broker_racks(admin)
@@ -223,10 +230,19 @@ def _estimate(connection: Connection, work: ClusterWork) -> Moves | None:
         partitions = [p for p in gates.read_partitions(admin) if p.topic != "__cluster_metadata"]
     except KraftformError:  # an estimate, not a gate: the plan says the moves are computed when made
         return None
-    moves = target_assignment(_assignment(partitions), racks, leaving)
-    with contextlib.suppress(Exception):  # the sizes are a courtesy too
-        moves.bytes_moved = sum(moves.sizes_of(gates.partition_sizes(connection)))
+    sizes = _sizes(connection)
+    moves = target_assignment(_assignment(partitions), racks, leaving, sizes, even_topics)
+    moves.other_setting_moves = target_assignment(_assignment(partitions), racks, leaving, sizes,
+                                                  not even_topics).replicas_moved
     return moves
+
+
+def _sizes(connection: Connection) -> dict[tuple[str, int], int]:
+    """Each partition's bytes, or none known (the moves are then chosen and shown without them)."""
+    try:
+        return gates.partition_sizes(connection)
+    except Exception:
+        return {}
 
 
 def _some(names: tuple[str, ...] | list[str], shown: int = 5) -> str:
@@ -285,7 +301,7 @@ def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connectio
     roll(runtime, cluster, [s for s in work.steps if s.step is Step.RESTART], rendered, connection, options, progress)
     if work.moves_partitions:
         leaving = {s.node.node_id for s in removes if s.node.is_broker}
-        rebalance(connection, leaving, options, progress)
+        rebalance(connection, leaving, options, progress, cluster.placement.even_topics)
     for s in removes:
         progress(f"removing {s.node.name} ({_role(s.node)} {s.node.node_id}) ...")
         if s.node.is_controller:
@@ -435,7 +451,8 @@ def _assignment(partitions: list[ReadPartition]) -> dict[tuple[str, int], tuple[
     return {(p.topic, p.partition): p.replicas for p in partitions}
 
 
-def rebalance(connection: Connection, leaving: set[int], options: RollOptions, progress: Progress) -> None:
+def rebalance(connection: Connection, leaving: set[int], options: RollOptions, progress: Progress,
+              even_topics: bool = False) -> None:
     """Move replicas off leaving brokers and even out the rest, throttled and in batches; then elect preferred
     leaders. Kafka's internal topics move too: they are replicas like any other. A reassignment already in
     flight is waited for first: until it ends, replica lists hold its old and new replicas."""
@@ -454,11 +471,10 @@ def rebalance(connection: Connection, leaving: set[int], options: RollOptions, p
     racks.update(dict.fromkeys(leaving - set(racks)))  # a leaving broker already stopped: its replicas move too
     partitions = [p for p in gates.read_partitions(admin) if p.topic != "__cluster_metadata"]
     try:
-        moves = target_assignment(_assignment(partitions), racks, leaving)
+        moves = target_assignment(_assignment(partitions), racks, leaving, _sizes(connection), even_topics)
     except PlacementRefused as exc:
         raise PlanRefusedError(f"the brokers cannot be removed: {exc}; nothing was moved") from None
     if moves.targets:
-        moves.bytes_moved = sum(moves.sizes_of(gates.partition_sizes(connection)))
         started = time.monotonic()
         _move(connection, moves, registered, options, progress)
         seconds = time.monotonic() - started
@@ -473,8 +489,7 @@ def rebalance(connection: Connection, leaving: set[int], options: RollOptions, p
 def _move(connection: Connection, moves: Moves, registered: tuple[int, ...], options: RollOptions,
           progress: Progress) -> None:
     """The reassignment in batches of about `batch_partitions` partitions, each throttled and waited for."""
-    progress(f"partitions: moving {moves.replicas_moved} replica(s) ({moves.bytes_moved / 2**20:.1f} MiB) and "
-             f"{moves.leaders_changed} preferred leader(s) in {len(moves.targets)} topic(s) ...")
+    progress(f"partitions: {describe_moves(moves, options.throttle_bytes_per_s)} ...")
     applier = Applier(connection, {}, ApplyOptions(throttle_bytes_per_s=options.throttle_bytes_per_s), progress)
     for batch in reassignment_batches(moves.targets, options.batch_partitions):
         applier.replication([Change(Action.UPDATE, Kind.REPLICATION, topic, Safety.DISRUPTIVE, "rebalance",

@@ -35,6 +35,7 @@ from kraftform.specset.model import (
     GroupSpec,
     Load,
     ManagedScope,
+    Placement,
     PrincipalSpec,
     Profile,
     QuotaEntity,
@@ -157,6 +158,7 @@ class Builder:
             **present(d, "mode", "controllers", "metadata_version"), racks=tuple(d.get("racks", ())),
             storage_per_broker_bytes=None if storage is None else self._convert(
                 parse_size, storage, entry.at("storage_per_broker")),
+            placement=Placement(**present(d.get("placement", {}), "even_topics")),
             defaults=defaults, security=security, **{k: v for k, v in heaps.items() if v is not None},
             managed_scope=ManagedScope(tuple(scope.get("topic_prefixes", ())),
                                        **present(scope, "acl_principals", "acl_resources")),

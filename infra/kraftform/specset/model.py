@@ -53,6 +53,14 @@ class ExternalListener:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """How replicas move when brokers join or leave (`plan.placement.target_assignment`)."""
+
+    #: Even each topic across the brokers too, at the price of moving skew that was there before the change.
+    even_topics: bool = False
+
+
+@dataclass(frozen=True)
 class Security:
     sasl_mechanism: str = "SCRAM-SHA-512"
     controller_auth: Literal["mtls", "plain"] = "mtls"
@@ -139,6 +147,7 @@ class ClusterSpec:
     controllers: int = 3
     racks: tuple[str, ...] = ()
     storage_per_broker_bytes: int | None = None
+    placement: Placement = Placement()
     broker_heap_bytes: int = DEFAULT_BROKER_HEAP
     controller_heap_bytes: int = DEFAULT_CONTROLLER_HEAP
     #: Every broker's settings beyond what kraftform renders, in Kafka's string form: dynamic ones applied live

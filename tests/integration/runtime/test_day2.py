@@ -13,6 +13,7 @@ setting, a node that cannot start, brokers and controllers added and removed.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import threading
@@ -310,10 +311,16 @@ def test_three_to_four_brokers_moves_partitions_onto_the_new_one_and_back(day2: 
     planned = day2.kraftform("plan")
     assert planned.returncode == 2
     assert f"create cluster {_name(day2)}-broker-3 node: broker 4" in planned.stdout, planned.stdout
+    # The plan's moves are the fewest balance needs, in replicas, bytes and time at the throttle.
+    moves = re.search(r"(\d+) replica\(s\) of \d+ partition\(s\) in \d+ topic\(s\) move, where balance needs at "
+                      r"least (\d+)", planned.stdout)
+    assert moves is not None and moves[1] == moves[2] and int(moves[1]) > 0, planned.stdout
+    assert re.search(r"to copy \(at least [\d.]+ \w*B\), about \d+ s at 50 MiB/s per broker", planned.stdout)
     applied = day2.kraftform("apply", "--auto-approve")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     replicas, leaders, offline = day2.placement()
     assert offline == 0 and set(replicas) == {1, 2, 3, 4}
+    assert replicas[4] == int(moves[1]), (replicas, moves[0])  # every replica moved went to the new broker
     # Racks a, b, c, a: every partition keeps one replica per rack, so brokers 1 and 4 share rack a's replicas
     # evenly and leaders spread over all four.
     assert abs(replicas[1] - replicas[4]) <= 1 and replicas[2] == replicas[3], replicas

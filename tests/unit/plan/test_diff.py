@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,29 @@ def test_fewer_brokers_is_destructive(specs_copy: SpecsCopy) -> None:
     base, head = specs_copy("base"), specs_copy("head")
     edit(base / "cluster.yaml", "brokers: 3", "brokers: 4")
     assert one(diff(base, head), Kind.CLUSTER) == (Action.UPDATE, Safety.DESTRUCTIVE, "4", "3")
+
+
+def test_a_broker_count_change_shows_the_moves_it_implies_against_the_bound_from_the_placement_code(
+        specs_copy: SpecsCopy) -> None:
+    base, grow, shrink = specs_copy("base"), specs_copy("grow"), specs_copy("shrink")
+    edit(grow / "cluster.yaml", "brokers: 3", "brokers: 4")
+    edit(base / "cluster.yaml", "brokers: 3", "brokers: 4")
+    edit(shrink / "cluster.yaml", "brokers: 3", "brokers: 4\n  placement: {even_topics: true}")
+    specs = load_specs(base)
+    replicas = sum(t.partitions * t.replication_factor for t in specs.topics)
+    # 3 -> 4 on three racks, every partition in each rack: the new broker (rack-a) takes half of rack-a's share.
+    assert not [c for c in diff(grow, base).changes if c.key == "brokers"]  # the same count: nothing to estimate
+    reason = next(c.reason for c in diff(specs_copy("three"), grow).changes if c.key == "brokers")
+    half = replicas // 3 // 2
+    assert f"{half} replica(s) of {half} partition(s)" in reason and f"balance needs at least {half}" in reason
+    assert "16 topic(s) declare none" in reason and "even_topics: true" in reason
+    # 4 -> 3: every replica of the leaving broker moves, and no more; the setting is a safe change of its own.
+    reason = next(c.reason for c in diff(base, specs_copy("back")).changes if c.key == "brokers")
+    moved = re.search(r"(\d+) replica\(s\) of \d+ partition\(s\) in \d+ topic\(s\) move, where balance needs at "
+                      r"least (\d+)", reason)
+    assert moved is not None and moved[1] == moved[2] and int(moved[1]) > 0, reason
+    changes = {c.key: c for c in diff(base, shrink).changes}
+    assert changes["placement.even_topics"].safety is Safety.SAFE
 
 
 def test_classify_config_change_edge_cases() -> None:

@@ -38,6 +38,7 @@ DECIDED_BY: dict[tuple[str, str], tuple[type, str, Any]] = {
     ("cluster", "managed_scope.acl_principals"): (model.ManagedScope, "acl_principals", str),
     ("cluster", "managed_scope.acl_resources"): (model.ManagedScope, "acl_resources", str),
     ("cluster", "load.consumer_groups"): (model.Load, "consumer_groups", int),
+    ("cluster", "placement.even_topics"): (model.Placement, "even_topics", bool),
     ("cluster", "spark.master"): (model.SparkSpec, "master", str),
     ("cluster", "spark.workers"): (model.SparkSpec, "workers", int),
     ("cluster", "spark.worker_cores"): (model.SparkSpec, "worker_cores", int),

@@ -1,9 +1,14 @@
-"""Where replicas go when a topic's replication factor changes: pure, deterministic, rack-aware.
+"""Where replicas go: pure, deterministic, rack-aware.
 
-Existing replicas stay where they are (moving data costs more than anything else here) and the first
-replica, the preferred leader, never changes, so leadership stays as balanced as Kafka made it. New
-replicas go to a rack the partition does not use yet, then to the broker holding the fewest replicas;
-a decrease drops replicas from racks used twice first, then from the busiest brokers.
+When a topic's replication factor changes (`reassign`), existing replicas stay where they are (moving data
+costs more than anything else here) and the first replica, the preferred leader, never changes, so leadership
+stays as balanced as Kafka made it. New replicas go to a rack the partition does not use yet, then to the
+broker holding the fewest replicas; a decrease drops replicas from racks used twice first, then from the
+busiest brokers.
+
+When brokers join or leave (`target_assignment`), the replicas that move are the ones balance needs: those of
+the leaving brokers and those above a broker's share, each straight to a broker below its share, against a
+lower bound the plan shows (`lower_bound`); evening each topic too is a setting (`placement.even_topics`).
 """
 
 from __future__ import annotations

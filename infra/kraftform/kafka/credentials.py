@@ -99,3 +99,31 @@ def with_logins(observed: ClusterState, results: Mapping[str, bool]) -> ClusterS
         return observed
     return dataclasses.replace(observed, users={
         name: dataclasses.replace(state, password_ok=results.get(name)) for name, state in observed.users.items()})
+
+
+def refusing_brokers(connection: Connection, users: Iterable[UserSpec], found: Mapping[str, str | None],
+                     admin: Admin | None = None) -> dict[str, list[int]]:
+    """Each user whose password some broker refuses now, with those brokers, each asked alone (its address the
+    only bootstrap). A SCRAM credential reaches each broker with the metadata it applies at its own pace: right
+    after an apply created or rotated it, one broker accepts the new password while another still refuses it
+    (a consumer started then failed its login on broker 2 in a real `pulumi up`). A broker that cannot be asked
+    counts as refusing: a login there would fail too."""
+    checkable = [u for u in users if found.get(u.name) is not None]
+    if not checkable or connection.mechanism is None:
+        return {}
+    brokers = (admin or Admin(connection)).metadata().brokers
+    pairs = [(u, node, f"{b.host}:{b.port}") for u in checkable for node, b in sorted(brokers.items())]
+
+    def accepted(pair: tuple[UserSpec, int, str]) -> bool:
+        user, _, address = pair
+        try:
+            return logs_in(dataclasses.replace(connection, bootstrap=address), user, found[user.name] or "")
+        except KraftformError:
+            return False
+
+    refused: dict[str, list[int]] = {}
+    with ThreadPoolExecutor(max_workers=min(8, len(pairs))) as pool:
+        for (user, node, _), ok in zip(pairs, pool.map(accepted, pairs), strict=True):
+            if not ok:
+                refused.setdefault(user.name, []).append(node)
+    return refused

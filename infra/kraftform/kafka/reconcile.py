@@ -11,7 +11,7 @@ from kraftform.cluster.connection import Connection
 from kraftform.errors import ClusterUnhealthy
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import Applier, ApplyOptions, Progress, check_applicable
-from kraftform.kafka.credentials import check_passwords, missing_password, passwords
+from kraftform.kafka.credentials import check_passwords, missing_password, passwords, refusing_brokers
 from kraftform.kafka.observe import Observation, observe, topics_per_broker
 from kraftform.plan.changes import Action, Change, Kind, Plan
 from kraftform.plan.live import Desired, desired_of, plan_against
@@ -108,6 +108,8 @@ def apply_cluster(connection: Connection, declared: SpecSet | Desired, live: Liv
     seen: list[LivePlan] = []
     topics = {c.resource: c.action for c in work.changes
               if c.kind is Kind.TOPIC and c.action in (Action.CREATE, Action.DELETE)}
+    passwords_set = {c.resource for c in work.changes
+                     if c.kind is Kind.USER and c.action in (Action.CREATE, Action.UPDATE)}
 
     def reported() -> LivePlan:
         nonlocal sent
@@ -118,6 +120,12 @@ def apply_cluster(connection: Connection, declared: SpecSet | Desired, live: Liv
             if behind:
                 raise NotYet(f"broker(s) {', '.join(map(str, behind))} do not report the created and deleted "
                              f"topics yet")
+        if not remaining and passwords_set:  # a client may meet any broker: each must accept the new logins
+            refused = refusing_brokers(connection, [u for u in wanted.users if u.name in passwords_set],
+                                       live.passwords, admin)
+            if refused:
+                raise NotYet("; ".join(f"broker(s) {', '.join(map(str, nodes))} do not accept {name}'s password "
+                                       f"yet" for name, nodes in sorted(refused.items())))
         if remaining:
             if len(seen) == 1:  # say once what the wait is for
                 progress(f"waiting up to {settle_s:.0f} s for the brokers to report {remaining} applied "

@@ -15,8 +15,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kraftform.errors import PlanRefusedError
+from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import ApplyOptions
-from kraftform.kafka.credentials import logs_in
+from kraftform.kafka.credentials import logs_in, refusing_brokers
 from kraftform.kafka.observe import topics_per_broker
 from kraftform.kafka.reconcile import SETTLE_S, apply_cluster, plan_cluster
 from kraftform.plan import Action, Kind, Plan, Safety
@@ -200,6 +201,11 @@ def test_a_rotated_password_is_set_and_the_old_one_rejected(workspace: Workspace
     workspace.apply()
     assert logs_in(workspace.connection, spec, "new-secret")
     assert not logs_in(workspace.connection, spec, "old-secret")
+    # The apply returned only once every broker, asked alone, took the new password (a client may meet any).
+    brokers = sorted(Admin(workspace.connection).metadata().brokers)
+    assert len(brokers) == 3
+    assert refusing_brokers(workspace.connection, [spec], {app: "new-secret"}) == {}
+    assert refusing_brokers(workspace.connection, [spec], {app: "old-secret"}) == {app: brokers}
 
 
 def test_drift_made_with_kafkas_own_tools_is_found_and_fixed(workspace: Workspace) -> None:

@@ -178,8 +178,10 @@ class Trials:
 def kill_trials(target: Target, cluster: dict[str, Any], count: int, seed: int, progress: Progress
                 ) -> tuple[list[KillTrial], dict[str, str]]:
     """`count` applies SIGKILLed at random points, each followed by an apply and a plan that must be empty (a
-    trial whose apply finished before its kill is reported, and one more is run). Returns the trials and the
-    passwords the users were given (for the secret scan)."""
+    trial whose apply finished before its kill is reported, and one more is run). The points are stratified: the
+    k-th kill falls at a random point of the k-th of `count` equal slices of an apply, so a few trials still reach
+    its start, its middle and its end. Returns the trials and the passwords the users were given (for the secret
+    scan)."""
     trials = Trials(target, cluster, seed)
     rng = random.Random(seed)
     # A first, unkilled apply measures how long one takes, so the kills fall inside one.
@@ -194,7 +196,8 @@ def kill_trials(target: Target, cluster: dict[str, Any], count: int, seed: int, 
     while killed < count and trial < 2 * count:
         trial += 1
         trials.write(specsets.trial_sections(trials.topic_prefix, trials.user_prefix, target.brokers, trial, seed))
-        after = rng.uniform(0.1, 0.95) * full
+        slice_ = (trial - 1 + rng.random()) / count if trial <= count else rng.random()
+        after = (0.1 + 0.85 * slice_) * full
         reached = trials.killed_apply(after, f"trial-{trial}-killed")
         again = trials.apply(f"trial-{trial}-apply")
         plan = trials.run("plan", f"trial-{trial}-plan")

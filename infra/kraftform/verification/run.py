@@ -67,7 +67,7 @@ class Mode:
 
 QUICK = Mode("quick", failure_records=100_000, failure_rate=10_000, controller_records=60_000,
              controller_rate=5_000, perf_records=60_000, paced_rate=1_000, paced_records=15_000,
-             spec_sets=300, plan_every=10, kill_trials=10, failure_profiles=("durability",), node_kills=0)
+             spec_sets=300, plan_every=10, kill_trials=6, failure_profiles=("durability",), node_kills=0)
 FULL = Mode("full", failure_records=500_000, failure_rate=20_000, controller_records=200_000,
             controller_rate=10_000, perf_records=300_000, paced_rate=1_000, paced_records=60_000,
             spec_sets=2_000, plan_every=1, kill_trials=50, failure_profiles=FAILURE_PROFILES, node_kills=20)
@@ -126,7 +126,10 @@ class Verification:
         state = o.state_dir
         if state is None:
             state = self.own_state = workdir / "cluster"
-            cluster = dataclasses.replace(self.specs.cluster, name=f"{self.specs.cluster.name}-verify")
+            # Its nodes run as production's (the server compiler) when the performance section measures them;
+            # without it, nothing read here depends on the JIT, and they start as test clusters' do.
+            cluster = dataclasses.replace(self.specs.cluster, name=f"{self.specs.cluster.name}-verify",
+                                          quick_start="performance" in o.skip)
             self.progress(f"starting a {o.runtime} cluster from {o.specs_dir} (cluster {cluster.name!r}) ...")
             runtime = get_runtime(o.runtime, state)
             if o.runtime == "docker":

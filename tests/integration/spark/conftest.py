@@ -121,6 +121,11 @@ class Pipeline:
         return out
 
 
+def files_holding(root: Path, secret: str) -> list[str]:
+    """Files under `root` whose bytes contain `secret`."""
+    return [str(p) for p in root.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+
+
 def kill_group(process: subprocess.Popen[str]) -> None:
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
@@ -196,4 +201,4 @@ def pipelines(local_cluster: LiveCluster, tmp_path: Path) -> Callable[..., Pipel
     return make
 
 
-__all__ = ["REPO", "Pipeline", "kill_group", "wait_for_line"]
+__all__ = ["REPO", "Pipeline", "files_holding", "kill_group", "wait_for_line"]

@@ -1,7 +1,10 @@
 """A running consumer stopped the ways it is stopped in practice: SIGTERM (`docker stop`, Kubernetes, systemd,
 `timeout`) and SIGINT (Ctrl-C), sent to its main process alone (as `docker stop` sends it) or to its whole
 process group (as a terminal and `timeout` do, reaching the JVM too). Each time the query stops after its
-current micro-batch, then the JVM, and the run ends with exit 0 and one line: no Java or Python trace."""
+current micro-batch, then the JVM, and the run ends with exit 0 and one line: no Java or Python trace.
+
+Each run is also the run as users make it that test_security's password check needs: a process of its own, its
+driver log on stdout, its event log and checkpoint under --data-dir, none holding the consumer's password."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import pytest
 
 from ..conftest import LiveCluster, unique
 from ..kafka.conftest import Workspace
-from .conftest import example_pipeline, wait_for_line
+from .conftest import example_pipeline, files_holding, wait_for_line
 from .test_pipelines import payments
 
 pytestmark = pytest.mark.integration
@@ -49,3 +52,7 @@ def test_a_stop_signal_stops_the_query_then_the_jvm_with_one_line(local_cluster:
     assert process.returncode == 0, "".join(seen) + rest
     assert after and after[-1].endswith("fraud-scoring: stopped (interrupted)"), rest
     assert not [line for line in after if any(t in line for t in TRACES)], rest
+    assert pipe.password not in "".join(seen) + rest
+    assert list((pipe.data_dir / "events").iterdir()), "the run wrote no event log"
+    assert list((pipe.data_dir / "checkpoints").iterdir()), "the run wrote no checkpoint"
+    assert files_holding(pipe.data_dir, pipe.password) == []

@@ -170,10 +170,15 @@ class _Layout:
         """The topics `broker` holds (or held: a topic whose last replica left it stays, with none)."""
         return sorted(self._topics_on[broker])
 
+    @property
+    def all_rack_locked(self) -> bool:
+        """Every partition has a replica in each rack: any move across racks would narrow a spread."""
+        return bool(self.rack_locked) and all(self.rack_locked.values())
+
     def partners(self, topic: str | None, over: int) -> list[int]:
         """The brokers `over` may trade `topic`'s replicas with (every topic's, with None): its rack's when the
         topics are rack-locked, else all."""
-        locked = all(self.rack_locked.values()) if topic is None else self.rack_locked[topic]
+        locked = self.all_rack_locked if topic is None else self.rack_locked[topic]
         return self.same_rack[over] if locked else self.brokers
 
     def movable(self, tp: Partition, over: int, under: int) -> bool:
@@ -239,7 +244,7 @@ def _groups(layout: _Layout, leaving: Collection[int]) -> list[tuple[list[int], 
     partition has a replica in each rack (any move across racks would narrow a spread), else the whole cluster."""
     staying = [b for b in layout.brokers if b not in leaving]
     gone = [b for b in layout.brokers if b in leaving]
-    if not (layout.rack_locked and all(layout.rack_locked.values())):
+    if not layout.all_rack_locked:
         return [(staying, gone)]
     racks = sorted({layout.rack[b] for b in layout.brokers})
     return [([b for b in staying if layout.rack[b] == r], [b for b in gone if layout.rack[b] == r]) for r in racks]
@@ -627,6 +632,15 @@ def target_assignment(current: Mapping[Partition, tuple[int, ...]], racks: Mappi
         partitions[topic] = max(partitions.get(topic, 0), partition + 1)
     for topic in sorted(changed):
         moves.targets[topic] = tuple(balanced[(topic, p)] for p in range(partitions[topic]))
+    return moves
+
+
+def estimate_moves(current: Mapping[Partition, tuple[int, ...]], racks: Mapping[int, str | None],
+                   leaving: Collection[int], sizes: Mapping[Partition, int], even_topics: bool) -> Moves:
+    """The moves under the declared `placement.even_topics`, with what the other setting would move: what a plan
+    shows a reviewer before any replica moves. Raises PlacementRefused."""
+    moves = target_assignment(current, racks, leaving, sizes, even_topics)
+    moves.other_setting_moves = target_assignment(current, racks, leaving, sizes, not even_topics).replicas_moved
     return moves
 
 

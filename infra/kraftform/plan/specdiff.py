@@ -20,8 +20,8 @@ from kraftform.plan.placement import (
     DEFAULT_THROTTLE,
     PlacementRefused,
     describe_moves,
+    estimate_moves,
     kafka_layout,
-    target_assignment,
 )
 from kraftform.plan.state import state_of
 from kraftform.specset.checks import IRREVERSIBLE_FEATURES
@@ -62,8 +62,7 @@ def node_change_moves(base: SpecSet, head: SpecSet) -> str:
     sizes = {(t.name, p): int(t.config["retention.bytes"]) for t in sized for p in range(t.partitions)}
     even = head.cluster.placement.even_topics
     try:
-        moves = target_assignment(layout, every, leaving, sizes, even)
-        moves.other_setting_moves = target_assignment(layout, every, leaving, sizes, not even).replicas_moved
+        moves = estimate_moves(layout, every, leaving, sizes, even)
     except PlacementRefused as exc:
         return f"refused by apply as declared: {exc}"
     unsized = len(topics) - len(sized)

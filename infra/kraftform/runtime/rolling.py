@@ -31,6 +31,7 @@ from kraftform.plan.placement import (
     Moves,
     PlacementRefused,
     describe_moves,
+    estimate_moves,
     reassignment_batches,
     target_assignment,
 )
@@ -230,11 +231,7 @@ def _estimate(connection: Connection, work: ClusterWork, even_topics: bool) -> M
         partitions = [p for p in gates.read_partitions(admin) if p.topic != "__cluster_metadata"]
     except KraftformError:  # an estimate, not a gate: the plan says the moves are computed when made
         return None
-    sizes = _sizes(connection)
-    moves = target_assignment(_assignment(partitions), racks, leaving, sizes, even_topics)
-    moves.other_setting_moves = target_assignment(_assignment(partitions), racks, leaving, sizes,
-                                                  not even_topics).replicas_moved
-    return moves
+    return estimate_moves(_assignment(partitions), racks, leaving, _sizes(connection), even_topics)
 
 
 def _sizes(connection: Connection) -> dict[tuple[str, int], int]:

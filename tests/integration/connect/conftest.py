@@ -31,6 +31,7 @@ from kraftform.testing.cluster import EphemeralCluster, ephemeral_cluster
 from kraftform.testing.variant import for_tests
 
 from ..conftest import CLUSTER_SPECS
+from ..runtime.test_arguments import command_lines
 
 PG_PASSWORD_ENV = "KC_PG_PASSWORD"
 
@@ -55,6 +56,8 @@ class Connected:
     root: Path
     files: Path
     connect: dict[str, Any]
+    #: Every process's command line sampled while `connect up` started the workers.
+    up_command_lines: frozenset[bytes] = frozenset()
 
     orders, lines, other = "orders.created", "orders.lines", "orders.other"
     #: Where Debezium writes the `public.orders` table's changes (`topic.prefix` cdc).
@@ -155,7 +158,9 @@ def connected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
         os.environ[PASSWORD_ENV] = cluster.passwords["orders-connect"]
         os.environ[ARCHIVER_PASSWORD_ENV] = cluster.passwords[ARCHIVER]
         c = Connected(cluster, root, files, connect)
-        up = c.kraftform("up")
+        with command_lines(0.02) as lines:
+            up = c.kraftform("up")
+        c.up_command_lines = frozenset(lines)
         assert up.returncode == 0, up.stdout + up.stderr
         try:
             yield c

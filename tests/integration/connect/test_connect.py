@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import subprocess
 import sys
 import time
@@ -26,7 +27,17 @@ from kraftform.declared import load_specs
 from kraftform.kafka.observe import acl_bindings
 
 from ..conftest import unique
-from .conftest import ARCHIVER, DEBEZIUM, FILE_SINK, FILE_SOURCE, POSTGRES_CONNECTOR, Connected
+from .conftest import (
+    ARCHIVER,
+    ARCHIVER_PASSWORD_ENV,
+    DEBEZIUM,
+    FILE_SINK,
+    FILE_SOURCE,
+    PASSWORD_ENV,
+    PG_PASSWORD_ENV,
+    POSTGRES_CONNECTOR,
+    Connected,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -55,6 +66,19 @@ def test_a_worker_process_holds_only_the_basics_and_the_declared_connector_secre
     assert "PATH" in names
     properties = (connected.dir / "worker-0" / "worker.properties").read_text()
     assert "config.providers.env.param.allowlist.pattern=" in properties
+
+
+def test_connect_up_puts_no_password_on_a_command_line(connected: Connected) -> None:
+    """Every process's command line while `connect up` started the workers (keystores, the worker JVM): none
+    holds the workers' login, a connector's user's, the REST API's, the key stores' or a connector secret's
+    password."""
+    lines = connected.up_command_lines
+    assert any(b"ConnectDistributed" in line for line in lines), "no worker's command line sampled"
+    made = json.loads((connected.dir / "secrets.json").read_text())
+    secrets = {"the workers' user": os.environ[PASSWORD_ENV], "the archiver's": os.environ[ARCHIVER_PASSWORD_ENV],
+               "the database's (a connector secret)": os.environ[PG_PASSWORD_ENV],
+               "the REST API's": made["rest_password"], "the key stores'": made["store_password"]}
+    assert [who for who, secret in secrets.items() if any(secret.encode() in line for line in lines)] == []
 
 
 def test_a_declared_plugin_loads_and_one_whose_checksum_differs_is_refused_before_any_worker_restarts(

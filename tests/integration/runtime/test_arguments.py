@@ -1,7 +1,9 @@
 """No password on a command line: every local user can read every process's (`ps`, /proc/PID/cmdline, container
 processes included, seen from the host), and `docker inspect` shows a container's command and environment. Every
 command line is sampled while a cluster is made (its nodes formatted with the admin's SCRAM credential, started,
-the specs' users created) and searched for the run's passwords afterwards."""
+the specs' users created) and searched for the run's passwords afterwards. The same sampler watches a roll and a
+broker added (test_day2), `connect up` (test_connect), `postgres up` (test_postgres) and a consumer run
+(test_lifecycle)."""
 
 from __future__ import annotations
 
@@ -22,8 +24,9 @@ pytestmark = pytest.mark.integration
 
 
 @contextmanager
-def command_lines() -> Iterator[set[bytes]]:
-    """Every distinct command line of every process, sampled every 10 ms while the block runs."""
+def command_lines(interval: float = 0.01) -> Iterator[set[bytes]]:
+    """Every distinct command line of every process, sampled every `interval` seconds while the block runs (10 ms
+    catches a format tool's or psql's few hundred milliseconds; a JVM's line lasts its life)."""
     seen: set[bytes] = set()
     stop = threading.Event()
 
@@ -34,7 +37,7 @@ def command_lines() -> Iterator[set[bytes]]:
                     seen.add((proc / "cmdline").read_bytes())
                 except OSError:
                     continue
-            stop.wait(0.01)
+            stop.wait(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

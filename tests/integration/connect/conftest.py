@@ -29,9 +29,9 @@ from kraftform.runtime.local import listening
 from kraftform.runtime.postgres import LocalPostgres
 from kraftform.testing.cluster import EphemeralCluster, ephemeral_cluster
 from kraftform.testing.variant import for_tests
+from kraftform.verification.secretscan import CommandLineSampler
 
 from ..conftest import CLUSTER_SPECS
-from ..runtime.test_arguments import command_lines
 
 PG_PASSWORD_ENV = "KC_PG_PASSWORD"
 
@@ -57,7 +57,7 @@ class Connected:
     files: Path
     connect: dict[str, Any]
     #: Every process's command line sampled while `connect up` started the workers.
-    up_command_lines: frozenset[bytes] = frozenset()
+    up_command_lines: frozenset[str] = frozenset()
 
     orders, lines, other = "orders.created", "orders.lines", "orders.other"
     #: Where Debezium writes the `public.orders` table's changes (`topic.prefix` cdc).
@@ -158,9 +158,9 @@ def connected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connected]:
         os.environ[PASSWORD_ENV] = cluster.passwords["orders-connect"]
         os.environ[ARCHIVER_PASSWORD_ENV] = cluster.passwords[ARCHIVER]
         c = Connected(cluster, root, files, connect)
-        with command_lines(0.02) as lines:
+        with CommandLineSampler(0.02) as sampler:
             up = c.kraftform("up")
-        c.up_command_lines = frozenset(lines)
+        c.up_command_lines = frozenset(sampler.seen)
         assert up.returncode == 0, up.stdout + up.stderr
         try:
             yield c

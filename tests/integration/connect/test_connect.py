@@ -73,12 +73,12 @@ def test_connect_up_puts_no_password_on_a_command_line(connected: Connected) -> 
     holds the workers' login, a connector's user's, the REST API's, the key stores' or a connector secret's
     password."""
     lines = connected.up_command_lines
-    assert any(b"ConnectDistributed" in line for line in lines), "no worker's command line sampled"
+    assert any("ConnectDistributed" in line for line in lines), "no worker's command line sampled"
     made = json.loads((connected.dir / "secrets.json").read_text())
     secrets = {"the workers' user": os.environ[PASSWORD_ENV], "the archiver's": os.environ[ARCHIVER_PASSWORD_ENV],
                "the database's (a connector secret)": os.environ[PG_PASSWORD_ENV],
                "the REST API's": made["rest_password"], "the key stores'": made["store_password"]}
-    assert [who for who, secret in secrets.items() if any(secret.encode() in line for line in lines)] == []
+    assert [who for who, secret in secrets.items() if any(secret in line for line in lines)] == []
 
 
 def test_a_declared_plugin_loads_and_one_whose_checksum_differs_is_refused_before_any_worker_restarts(

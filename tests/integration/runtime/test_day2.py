@@ -35,11 +35,11 @@ from kraftform.kafka.observe import observe
 from kraftform.runtime.deployment import admin_config, load
 from kraftform.runtime.local import LocalRuntime
 from kraftform.runtime.tools import CONFIGS, VERIFIABLE_PRODUCER, kafka_tool_command, run_kafka_tool
+from kraftform.verification.secretscan import CommandLineSampler
 from kraftform.verification.toolout import ProducerLog, events
 from kraftform.versions import KAFKA_VERSION
 
 from .conftest import Day2, own_cluster
-from .test_arguments import command_lines
 
 #: The runtimes a test runs on (the fixture's parameter): one cluster per runtime, made once for the module.
 LOCAL = pytest.mark.parametrize("day2", ["local"], indirect=True)
@@ -292,14 +292,14 @@ def test_an_apply_killed_in_a_roll_is_resumed_at_the_node_it_was_restarting(day2
     assert marked, (day2.state / "killed-apply.stderr").read_text()
     planned = day2.kraftform("plan")
     assert planned.returncode == 2 and f"{marked[0]} roll: interrupted -> checked" in planned.stdout, planned.stdout
-    with command_lines(0.02) as lines:  # the roll's node starts: no password on a command line
+    with CommandLineSampler(0.02) as sampler:  # the roll's node starts: no password on a command line
         applied = day2.kraftform("apply", "--auto-approve")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert f"{marked[0]}: an earlier roll was interrupted while restarting it; checking it first" in applied.stderr
-    assert any(b"kafka.Kafka" in line for line in lines), "no node's command line sampled in the roll"
-    password = (admin_config(day2.state).password or "").encode()
+    assert any("kafka.Kafka" in line for line in sampler.seen), "no node's command line sampled in the roll"
+    password = admin_config(day2.state).password or ""
     assert password
-    assert [line for line in lines if password in line] == [], "a command line held the admin's password"
+    assert [line for line in sampler.seen if password in line] == [], "a command line held the admin's password"
     assert day2.kraftform("plan").returncode == 0
     deployment = load(day2.state)
     assert "rolling" not in deployment.extra and not deployment.previous
@@ -322,13 +322,13 @@ def test_three_to_four_brokers_moves_partitions_onto_the_new_one_and_back(day2: 
                       r"least (\d+)", planned.stdout)
     assert moves is not None and moves[1] == moves[2] and int(moves[1]) > 0, planned.stdout
     assert re.search(r"to copy \(at least [\d.]+ \w*B\), about \d+ s at 50 MiB/s per broker", planned.stdout)
-    with command_lines() as lines:  # the new broker formatted (the admin's credential) and started
+    with CommandLineSampler(0.01) as sampler:  # the new broker formatted (the admin's credential) and started
         applied = day2.kraftform("apply", "--auto-approve")
     assert applied.returncode == 0, applied.stdout + applied.stderr
-    assert any(b"StorageTool" in line and b"format" in line for line in lines), "no format's line sampled"
-    password = (admin_config(day2.state).password or "").encode()
+    assert any("StorageTool" in line and "format" in line for line in sampler.seen), "no format's line sampled"
+    password = admin_config(day2.state).password or ""
     assert password
-    assert [line for line in lines if password in line] == [], "a command line held the admin's password"
+    assert [line for line in sampler.seen if password in line] == [], "a command line held the admin's password"
     replicas, leaders, offline = day2.placement()
     assert offline == 0 and set(replicas) == {1, 2, 3, 4}
     assert replicas[4] == int(moves[1]), (replicas, moves[0])  # every replica moved went to the new broker

@@ -9,8 +9,7 @@ import pytest
 
 from kraftform.errors import KafkaRequestFailed
 from kraftform.runtime.postgres import LocalPostgres
-
-from .test_arguments import command_lines
+from kraftform.verification.secretscan import CommandLineSampler
 
 pytestmark = pytest.mark.integration
 
@@ -18,7 +17,7 @@ pytestmark = pytest.mark.integration
 def test_the_capture_role_logs_in_with_a_password_the_server_only_ever_saw_as_its_verifier() -> None:
     password = secrets.token_urlsafe(16)
     pg = LocalPostgres(password)
-    with command_lines() as seen:
+    with CommandLineSampler(0.01) as sampler:  # psql's few hundred milliseconds are caught
         try:
             pg.up()
             pg.capture_database("orders", "cdc", "CREATE TABLE orders (id serial PRIMARY KEY)")
@@ -30,6 +29,8 @@ def test_the_capture_role_logs_in_with_a_password_the_server_only_ever_saw_as_it
             log = (pg.home / "postgres.log").read_text(errors="replace")
         finally:
             pg.down()
-    assert any(b"psql\0" in line for line in seen), "no psql command line sampled: the check would prove nothing"
-    assert [line for line in seen if password.encode() in line] == [], "a command line held the password"
+    seen = sampler.seen
+    assert any(arg.endswith("psql") for line in seen for arg in line.split(" ")), \
+        "no psql command line sampled: the check would prove nothing"
+    assert [line for line in seen if password in line] == [], "a command line held the password"
     assert password not in log

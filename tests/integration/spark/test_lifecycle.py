@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from kraftform.verification.secretscan import CommandLineSampler
+
 from ..conftest import LiveCluster, unique
 from ..kafka.conftest import Workspace
-from ..runtime.test_arguments import command_lines
 from .conftest import example_pipeline, files_holding, wait_for_line
 from .test_pipelines import payments
 
@@ -39,7 +40,7 @@ def test_a_stop_signal_stops_the_query_then_the_jvm_with_one_line(local_cluster:
     pipe = example_pipeline(Workspace(local_cluster, root, unique("sig")), tmp_path, "fraud-scoring", trigger="1s")
     assert pipe.produce((pipe.inputs[0], p["payment_id"], p) for p in payments(50, seed=5)) == 50
     seen: list[str] = []
-    with command_lines(0.05) as lines:
+    with CommandLineSampler(0.05) as sampler:
         process = pipe.start()
         try:
             wait_for_line(process, "batch 0:", 180, seen)
@@ -56,8 +57,8 @@ def test_a_stop_signal_stops_the_query_then_the_jvm_with_one_line(local_cluster:
     assert after and after[-1].endswith("fraud-scoring: stopped (interrupted)"), rest
     assert not [line for line in after if any(t in line for t in TRACES)], rest
     assert pipe.password not in "".join(seen) + rest
-    assert any(b"org.apache.spark.deploy.SparkSubmit" in line for line in lines), "no Spark JVM's line sampled"
-    assert [line for line in lines if pipe.password.encode() in line] == [], "a command line held the password"
+    assert any("org.apache.spark.deploy.SparkSubmit" in line for line in sampler.seen), "no Spark JVM's line sampled"
+    assert [line for line in sampler.seen if pipe.password in line] == [], "a command line held the password"
     assert list((pipe.data_dir / "events").iterdir()), "the run wrote no event log"
     assert list((pipe.data_dir / "checkpoints").iterdir()), "the run wrote no checkpoint"
     assert files_holding(pipe.data_dir, pipe.password) == []

@@ -7,6 +7,7 @@ one place only: a file only its owner reads (0600) inside a state directory (`he
 
 from __future__ import annotations
 
+import os
 import stat
 import threading
 from collections.abc import Iterable, Mapping
@@ -46,15 +47,34 @@ def held(path: Path, homes: Iterable[Path]) -> bool:
 def command_lines() -> set[str]:
     """Every process's command line on this machine now (containers' processes included: the host sees them), its
     arguments joined by spaces; processes that end while being read are skipped."""
+    return {_joined(raw) for raw in _raw_command_lines()}
+
+
+def _joined(raw: bytes) -> str:
+    return raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", errors="replace")
+
+
+def _raw_command_lines() -> set[bytes]:
+    """`/proc/*/cmdline` as read, through plain file descriptors: a sampler calls this every few milliseconds
+    beside the processes it watches, so it must cost them little (a fifth of what `Path` reads cost)."""
     lines = set()
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                raw = (proc / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if raw:
-                lines.add(raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", errors="replace"))
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            fd = os.open(f"/proc/{name}/cmdline", os.O_RDONLY)
+        except OSError:
+            continue
+        chunks = []
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        if chunks:
+            lines.add(b"".join(chunks))
     return lines
 
 
@@ -70,8 +90,11 @@ class CommandLineSampler:
         self._thread = threading.Thread(target=self._run, name="command-line sampler", daemon=True)
 
     def _run(self) -> None:
+        raw_seen: set[bytes] = set()
         while not self._stop.is_set():
-            self.seen |= command_lines()
+            new = _raw_command_lines() - raw_seen  # only lines not seen yet are decoded
+            raw_seen |= new
+            self.seen |= {_joined(raw) for raw in new}
             self.samples += 1
             self._stop.wait(self.interval)
 

@@ -125,6 +125,23 @@ class Admin:
         """A request's result, failing as soon as the cause is known rather than when `timeout` runs out."""
         return self._waiting(what, timeout, lambda: future.result(timeout=ROUND_S))
 
+    def ask(self, send: Callable[[], concurrent.futures.Future[T]], what: str, timeout: float = TIMEOUT) -> T:
+        """The result of a request any broker can answer, sent again when it failed on the way: librdkafka picks
+        one broker for it, and one that just went down fails it with a transport error for good (CI: a broker
+        killed, then `describe the cluster` asked it, and the same failed answer was read again for 30 s)."""
+        pending = [send()]
+
+        def attempt() -> T:
+            try:
+                return pending[0].result(timeout=ROUND_S)
+            except KafkaException as exc:
+                if exc.args[0].code() == KafkaError._TRANSPORT:
+                    time.sleep(ROUND_S)
+                    pending[0] = send()  # another broker, or the same one back
+                raise
+
+        return self._waiting(what, timeout, attempt)
+
     def _waiting(self, what: str, timeout: float, attempt: Callable[[], T]) -> T:
         # A client that has had an answer must not fail a later request on what came before it (a broker
         # restarting then, a transport error since healed); refused credentials stay refused, so those are kept.

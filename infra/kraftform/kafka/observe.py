@@ -12,6 +12,7 @@ value the topic will fall back to.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections import Counter
@@ -325,7 +326,8 @@ def observe(connection: Connection, topics_only: Collection[str] | None = None,
         admin.requests["DescribeCluster"] += 1
         # First, alone: it is the login, and a client config that cannot work fails here within seconds, with its
         # cause, before any other request waits out its timeout.
-        cluster = admin.wait(admin.client.describe_cluster(request_timeout=TIMEOUT), "describe the cluster")
+        cluster = admin.ask(functools.partial(admin.client.describe_cluster, request_timeout=TIMEOUT),
+                            "describe the cluster")
         brokers = {node.id: node.rack for node in cluster.nodes}
         try:
             return _observe_brokers(connection, admin, brokers, topics_only, broker_keys, features, groups,

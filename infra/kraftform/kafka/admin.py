@@ -8,13 +8,14 @@ go in short rounds that serve those callbacks, and a cause that waiting cannot f
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
+import re
 import socket
 import ssl
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
@@ -32,6 +33,15 @@ from kraftform.errors import (
 TIMEOUT = 30.0
 #: How often a wait looks at what librdkafka reported.
 ROUND_S = 0.2
+#: How long a request may stay unanswered once a broker it may be waiting on has gone (refused a connection, or
+#: dropped one): a broker back by then answers within it; one stopped keeps the request queued until its timeout.
+GONE_GRACE_S = 2.0
+#: `wait(on=ANY_BROKER)`: a request librdkafka gave to a broker of its choosing, which may be one that went
+#: away up to this long before it was sent (librdkafka reports the same failure of a broker once in 30 s).
+ANY_BROKER = -1
+GONE_WINDOW_S = 30.0
+#: What librdkafka's error callback says when a known broker (`name/<id>`) cannot be reached or hung up.
+_GONE = re.compile(r"/(\d+): (Connect to \S+ failed|Disconnected)")
 T = TypeVar("T")
 
 
@@ -105,6 +115,12 @@ def speaks_tls(bootstrap: str, timeout: float = 2.0) -> bool:
         return False
 
 
+def _reported(errors: list[KafkaError], gone: dict[int, float], error: KafkaError) -> None:
+    errors.append(error)
+    if error.code() == KafkaError._TRANSPORT and (broker := _GONE.search(error.str())):
+        gone[int(broker.group(1))] = time.monotonic()
+
+
 class Admin:
     """A confluent-kafka AdminClient plus the request counter; create one per operation (it does not pickle)."""
 
@@ -112,8 +128,13 @@ class Admin:
         self.connection = connection
         self.requests = requests if requests is not None else Requests()
         self.errors: list[KafkaError] = []
+        #: Broker id -> when it last refused a connection or dropped one (librdkafka's monotonic view, ours).
+        self.gone: dict[int, float] = {}
         self._answered = False
-        conf: dict[str, Any] = {**connection.librdkafka(), "error_cb": self.errors.append}
+        # The callback holds what it fills, never this object: a cycle through the client would let Python's
+        # collector destroy the client from a librdkafka thread, which librdkafka aborts the process for.
+        conf: dict[str, Any] = {**connection.librdkafka(),
+                                "error_cb": functools.partial(_reported, self.errors, self.gone)}
         self.client = AdminClient(conf)
 
     def metadata(self, timeout: float = TIMEOUT, topic: str | None = None) -> ClusterMetadata:
@@ -121,24 +142,66 @@ class Admin:
         self.requests["Metadata"] += 1
         return self._waiting("read metadata", timeout, lambda: self.client.list_topics(topic, timeout=ROUND_S))
 
-    def wait(self, future: concurrent.futures.Future[T], what: str, timeout: float = TIMEOUT) -> T:
+    def wait(self, future: concurrent.futures.Future[T], what: str, timeout: float = TIMEOUT,
+             on: int | None = None) -> T:
         """A request's result, failing as soon as the cause is known rather than when `timeout` runs out."""
-        return self._waiting(what, timeout, lambda: future.result(timeout=ROUND_S))
+        self.settle(future, what, timeout, on)
+        try:
+            return future.result()
+        except KafkaException as exc:
+            raise self.failure(what, exc) from None  # a failed answer is final: the future holds it for good
+
+    def settle(self, future: concurrent.futures.Future[Any], what: str, timeout: float = TIMEOUT,
+               on: int | None = None) -> None:
+        """Until `future` has its answer, which the caller reads (and judges, when some errors are expected).
+        `on`: the broker the request went to, or ANY_BROKER. Once that broker (any broker, lately) has gone,
+        a request still unanswered after GONE_GRACE_S waits on a broker that is stopping or
+        stopped, which librdkafka keeps it queued for until its timeout (a killed broker stays in the cluster's
+        metadata until its session ends): it fails then, and a caller that reads again with a new client's
+        metadata does not ask that broker."""
+        sent = time.monotonic()
+
+        def attempt() -> None:
+            if future.done():
+                return
+            if on is not None and time.monotonic() - sent > GONE_GRACE_S:
+                left = [b for b, at in list(self.gone.items())
+                        if b == on or (on == ANY_BROKER and at >= sent - GONE_WINDOW_S)]
+                if left:
+                    raise ConnectionFailed(f"cannot {what} on {self.connection.bootstrap}: broker {left[0]} "
+                                           f"stopped answering (it is stopping, or stopped)")
+            concurrent.futures.wait([future], timeout=ROUND_S)
+            if not future.done():
+                raise concurrent.futures.TimeoutError
+
+        self._waiting(what, timeout, attempt)
 
     def ask(self, send: Callable[[], concurrent.futures.Future[T]], what: str, timeout: float = TIMEOUT) -> T:
-        """The result of a request any broker can answer, sent again when it failed on the way: librdkafka picks
-        one broker for it, and one that just went down fails it with a transport error for good (CI: a broker
-        killed, then `describe the cluster` asked it, and the same failed answer was read again for 30 s)."""
-        pending = [send()]
+        """The result of a request any broker can answer, sent again when it failed on the way or a broker it
+        may be waiting on has gone. librdkafka sends it to the broker its metadata names as the controller (in
+        KRaft, one broker picked by whichever answered): one that just went down fails it with a transport error
+        or keeps it queued until its timeout, and keeps being named until the metadata is read again (CI: a
+        broker killed, then `describe the cluster` waited 30 s on it). So the metadata is read before each
+        re-send; the killed broker drops out of it once its session ends."""
+        future, sent = send(), time.monotonic()
 
         def attempt() -> T:
+            nonlocal future, sent
             try:
-                return pending[0].result(timeout=ROUND_S)
+                if (not future.done() and time.monotonic() - sent > GONE_GRACE_S
+                        and any(at >= sent - GONE_WINDOW_S for at in list(self.gone.values()))):
+                    future, sent = resend(), time.monotonic()
+                return future.result(timeout=ROUND_S)
             except KafkaException as exc:
                 if exc.args[0].code() == KafkaError._TRANSPORT:
                     time.sleep(ROUND_S)
-                    pending[0] = send()  # another broker, or the same one back
+                    future, sent = resend(), time.monotonic()
                 raise
+
+        def resend() -> concurrent.futures.Future[T]:
+            with contextlib.suppress(KafkaException):  # none answered: the request waits for one, as it did
+                self.client.list_topics(timeout=GONE_GRACE_S)  # a controller named anew, by a broker that answers
+            return send()
 
         return self._waiting(what, timeout, attempt)
 
@@ -236,7 +299,7 @@ def _py_kind(exc: Exception) -> type[KraftformError]:
     return KafkaRequestFailed
 
 
-@contextmanager
+@contextlib.contextmanager
 def kafka_python_admin(connection: Connection, requests: Requests) -> Iterator[Any]:
     """kafka-python's admin client, for the APIs confluent-kafka lacks; closed on exit. Its errors escaping the
     block are kraftform's (classified as `translated` does), never a traceback."""

@@ -12,8 +12,11 @@ value the topic will fall back to.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
+import gc
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
@@ -33,8 +36,8 @@ from confluent_kafka.admin import (
 )
 
 from kraftform.cluster.connection import Connection
-from kraftform.errors import AuthenticationFailed, ConnectionFailed
-from kraftform.kafka.admin import TIMEOUT, Admin, Requests, batches, kafka_python_admin
+from kraftform.errors import AuthenticationFailed, ConnectionFailed, KraftformError
+from kraftform.kafka.admin import ANY_BROKER, TIMEOUT, Admin, Requests, batches, kafka_python_admin
 from kraftform.kafka.quotas import describe_quotas
 from kraftform.plan.state import ClusterState, TopicState, UserState
 from kraftform.specset.model import AclBinding, QuotaEntity
@@ -126,6 +129,7 @@ def _topics(admin: Admin, only: Collection[str] | None, configs_of: Callable[[st
     late: set[str] = set()
     for round_ in (1, 2):
         for name, future in sorted(asked.items()):
+            admin.settle(future, f"describe configs of topic {name!r}", on=ANY_BROKER)
             try:
                 entries = future.result()
             except KafkaException as exc:
@@ -157,10 +161,7 @@ def _acls(admin: Admin) -> tuple[frozenset[AclBinding], int]:
     anything: Any = None  # None matches any name, principal and host (the stubs say str)
     everything = AclBindingFilter(ResourceType.ANY, anything, ResourcePatternType.ANY, anything, anything,
                                   AclOperation.ANY, AclPermissionType.ANY)
-    try:
-        found = admin.client.describe_acls(everything, request_timeout=TIMEOUT).result()
-    except KafkaException as exc:
-        raise admin.failure("describe ACLs", exc) from None
+    found = admin.ask(lambda: admin.client.describe_acls(everything, request_timeout=TIMEOUT), "describe ACLs")
     bindings, skipped = set(), 0
     for b in found:
         if b.restype not in RESOURCE_TYPES or b.resource_pattern_type not in PATTERN_TYPES:
@@ -178,11 +179,9 @@ def acl_bindings(connection: Connection) -> frozenset[AclBinding]:
 
 def _users(admin: Admin) -> dict[str, UserState]:
     admin.requests["DescribeUserScramCredentials"] += 1
-    try:
-        future: Any = admin.client.describe_user_scram_credentials(request_timeout=TIMEOUT)  # one future for all
-        described = future.result()
-    except KafkaException as exc:
-        raise admin.failure("describe SCRAM users", exc) from None
+    # One future for all users: the stubs say one per user.
+    send: Any = functools.partial(admin.client.describe_user_scram_credentials, request_timeout=TIMEOUT)
+    described = admin.ask(send, "describe SCRAM users")
     users = {}
     for name, description in described.items():
         infos = sorted(description.scram_credential_infos, key=lambda i: i.mechanism.name, reverse=True)
@@ -205,11 +204,8 @@ def _broker_configs(admin: Admin, brokers: Collection[int], keys: Collection[str
     dynamic: dict[int, dict[str, str]] = {}
     defaults: dict[str, str] = {}
     for resource, future in futures.items():
-        try:
-            entries = future.result()
-        except KafkaException as exc:
-            raise admin.failure(f"describe the settings of broker {resource.name}", exc) from None
         broker = int(resource.name)
+        entries = admin.wait(future, f"describe the settings of broker {broker}", on=broker)
         effective[broker] = {k: entries[k].value for k in keys if k in entries and entries[k].value is not None}
         dynamic[broker] = {k: e.value for k, e in entries.items()
                            if e.value is not None and e.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value}
@@ -226,7 +222,7 @@ def group_configs(admin: Admin, groups: Collection[str]) -> dict[str, dict[str, 
         futures = admin.client.describe_configs([ConfigResource(ResourceType.GROUP, g) for g in batch],
                                                 request_timeout=TIMEOUT)
         for resource, future in futures.items():
-            entries = admin.wait(future, f"describe the settings of group {resource.name!r}")
+            entries = admin.wait(future, f"describe the settings of group {resource.name!r}", on=ANY_BROKER)
             found[resource.name] = {k: e.value for k, e in entries.items()
                                     if e.value is not None and e.source == ConfigSource.GROUP_CONFIG.value}
     return found
@@ -287,14 +283,17 @@ PY_READ_RETRY_S = 30.0
 LEAVING_S = 45.0
 
 
-def _quotas_and_features_retried(connection: Connection, admin: Admin, features: Mapping[str, int]
+def _quotas_and_features_retried(connection: Connection, admin: Admin, features: Mapping[str, int],
+                                 stop: threading.Event
                                  ) -> tuple[Quotas, dict[str, int], dict[str, int], dict[str, str]]:
     """`_quotas_and_features`, again while the connection fails: kafka-python sends each request to one broker
     of its choosing, and one a roll is restarting (or an interrupted roll left stopped, which the next apply
     reads before it checks that node) drops it; the next attempt goes to another broker. A refused login is not
-    retried."""
+    retried, nor is one whose observation is over (`stop`: another read failed)."""
 
     def once() -> tuple[Quotas, dict[str, int], dict[str, int], dict[str, str]]:
+        if stop.is_set():
+            raise ConnectionFailed("client quotas and feature levels: not read (another read failed)")
         try:
             return _quotas_and_features(connection, admin, features)
         except AuthenticationFailed:
@@ -340,8 +339,11 @@ def observe(connection: Connection, topics_only: Collection[str] | None = None,
             # (librdkafka may even wait on it as "the controller"). Read again, with a new client's metadata.
             if time.monotonic() - started > LEAVING_S:
                 raise
-            time.sleep(1.0)
-            admin = Admin(connection, admin.requests)
+        # The client given up may sit in a reference cycle (a failure's traceback): freed here, in this thread,
+        # not by a collection that a librdkafka thread happens to start, which would abort the process.
+        admin = Admin(connection, admin.requests)
+        gc.collect()
+        time.sleep(1.0)
 
 
 def _observe_brokers(connection: Connection, admin: Admin, brokers: dict[int, str | None],
@@ -354,15 +356,30 @@ def _observe_brokers(connection: Connection, admin: Admin, brokers: dict[int, st
         return Observation(ClusterState(topics=topics, topic_defaults=defaults, brokers=brokers), admin.requests)
     # The other reads are independent: each waits on its own answers (librdkafka's threads, or kafka-python's
     # connection), so they go out together and the observation takes as long as the slowest, not the sum.
+    stop = threading.Event()  # one read failed: the kafka-python one stops retrying, the observation is over
     with ThreadPoolExecutor(max_workers=4) as reads:
         acl_read = reads.submit(_acls, admin)
         user_read = reads.submit(_users, admin)
-        python_read = reads.submit(_quotas_and_features_retried, connection, admin, features or {})
+        python_read = reads.submit(_quotas_and_features_retried, connection, admin, features or {}, stop)
         broker_read = reads.submit(_broker_configs, admin, brokers, broker_keys)
-        topics, defaults = _topics(admin, topics_only, topic_configs_of, known_topics)
-        (acls, skipped), users = acl_read.result(), user_read.result()
-        quotas, finalised, supported, verdicts = python_read.result()
-        settings, dynamic, broker_defaults = broker_read.result()
+        try:
+            topics, defaults = _topics(admin, topics_only, topic_configs_of, known_topics)
+            every: list[concurrent.futures.Future[Any]] = [acl_read, user_read, python_read, broker_read]
+            done, _ = concurrent.futures.wait(every,
+                                              return_when=concurrent.futures.FIRST_EXCEPTION)
+            failed = next((e for e in (r.exception() for r in done) if e is not None), None)
+            if isinstance(failed, KraftformError):
+                # The first failure, without waiting on the others' retries; a new exception, as the future's
+                # own would link this frame (its futures, the client) into a cycle only the collector frees.
+                raise type(failed)(str(failed)) from None
+            if failed is not None:
+                raise failed
+            (acls, skipped), users = acl_read.result(), user_read.result()
+            quotas, finalised, supported, verdicts = python_read.result()
+            settings, dynamic, broker_defaults = broker_read.result()
+        except BaseException:
+            stop.set()
+            raise
     state = ClusterState(topics=topics, acls=acls, quotas=quotas, users=users, topic_defaults=defaults,
                          brokers=brokers, broker_settings=settings, broker_dynamic=dynamic,
                          broker_defaults=broker_defaults,

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import socket
 import time
+import weakref
 
 import pytest
+from confluent_kafka import KafkaError
 
 from kraftform.cluster.connection import Connection
 from kraftform.errors import ConnectionFailed
-from kraftform.kafka.admin import Admin, batches
+from kraftform.kafka.admin import Admin, _reported, batches
 
 
 def closed_port() -> int:
@@ -38,3 +41,28 @@ def test_batches_add_up_weights_and_an_overweight_item_goes_alone() -> None:
     assert list(batches([4, 4, 1, 9, 2], 9, weight=lambda w: w)) == [[4, 4, 1], [9], [2]]
     assert list(batches([12, 1], 9, weight=lambda w: w)) == [[12], [1]]
     assert list(batches([], 9)) == []
+
+
+def test_a_broker_that_refused_or_dropped_a_connection_is_noted_by_id_and_bootstrap_names_are_not() -> None:
+    errors: list[KafkaError] = []
+    gone: dict[int, float] = {}
+    for text in ("sasl_ssl://127.75.0.1:9092/1: Connect to ipv4#127.75.0.1:9092 failed: Connection refused "
+                 "(after 0ms in state CONNECT, 1 identical error(s) suppressed)",
+                 "sasl_ssl://127.75.0.3:9092/3: Disconnected (after 5012ms in state UP)",
+                 "sasl_ssl://127.75.0.2:9092/bootstrap: Connect to ipv4#127.75.0.2:9092 failed: Connection refused"):
+        _reported(errors, gone, KafkaError(KafkaError._TRANSPORT, text))
+    _reported(errors, gone, KafkaError(KafkaError._AUTHENTICATION, "sasl_ssl://127.75.0.2:9092/2: SASL failed"))
+    assert sorted(gone) == [1, 3] and len(errors) == 4
+
+
+def test_an_admin_is_freed_by_reference_counting_alone() -> None:
+    """Its error callback must not lead back to it: a client in a reference cycle is freed by the collector,
+    which may run in a librdkafka thread, and librdkafka aborts the process when a client is destroyed there."""
+    admin = Admin(Connection(f"127.0.0.1:{closed_port()}", "PLAINTEXT", None, None, None))
+    freed = weakref.ref(admin.client)
+    gc.disable()
+    try:
+        del admin
+        assert freed() is None
+    finally:
+        gc.enable()

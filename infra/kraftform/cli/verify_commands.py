@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
 
 from kraftform.cli.spec_commands import DEFAULT_SPECS
+from kraftform.errors import UsageError
 from kraftform.runtime import RUNTIMES
 from kraftform.verification import SECTIONS
 
@@ -25,8 +27,11 @@ def register(sub: Any) -> None:
     verify.add_argument("specs_dir", nargs="?", default=DEFAULT_SPECS, metavar="SPECS_DIR",
                         help="specs whose profiles and cluster section are verified (default: specs)")
     verify.add_argument("--quick", action="store_true",
-                        help="the minimum sizes (100,000 records per failure run, 500 spec sets, 20 killed "
-                             "applies) instead of the full run")
+                        help="the minimum sizes (100,000 records per failure run, 300 spec sets, 6 killed "
+                             "applies, no node work) instead of the full run")
+    verify.add_argument("--node-kills", type=int, metavar="N",
+                        help="applies of node work (a roll, a broker added, then removed) SIGKILLed at random "
+                             "points, on a cluster kraftform runs (default: 20; none with --quick)")
     where = verify.add_mutually_exclusive_group()
     where.add_argument("--state-dir", type=Path, metavar="DIR",
                        help="a cluster started by `kraftform cluster up` (its nodes may be killed)")
@@ -54,7 +59,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from kraftform.verification.run import FULL, QUICK, Options, verify
 
     render = {"text": render_text, "markdown": render_markdown, "json": render_json}[args.format]
-    options = Options(Path(args.specs_dir), QUICK if args.quick else FULL, args.state_dir, args.command_config,
+    mode = QUICK if args.quick else FULL
+    if args.node_kills is not None:
+        if args.node_kills < 0:
+            raise UsageError(f"--node-kills {args.node_kills}: a count of applies, 0 or more")
+        mode = dataclasses.replace(mode, node_kills=args.node_kills)
+    options = Options(Path(args.specs_dir), mode, args.state_dir, args.command_config,
                       args.runtime, args.work_dir, args.keep, tuple(args.scan), args.seed, frozenset(args.skip),
                       args.entry_point)
     report, _ = verify(options, lambda line: print(line, file=sys.stderr, flush=True), render)

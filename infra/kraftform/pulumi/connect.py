@@ -125,6 +125,7 @@ def reconcile(props: Mapping[str, Any]) -> None:
         if not plan.empty:
             _progress(render_text(plan))
         apply_connect(workers.rest(), spec, plan, _progress)
+        workers.mark_logins_applied()
 
 
 def drifted(props: Mapping[str, Any]) -> bool:
@@ -134,7 +135,7 @@ def drifted(props: Mapping[str, Any]) -> bool:
         if workers.not_running() or workers.stale():
             return True
         try:
-            return not _plan(workers, props).empty
+            return not _plan(workers, props, workers.stale_logins()).empty
         except (ConnectionFailed, KafkaRequestFailed):
             return True
 

@@ -68,6 +68,11 @@ PLUGINS = "/opt/kraftform-connect/plugins"
 CONF = "/etc/kraftform-connect"
 ENV_FILE = f"{CONF}/environment"
 CA_FILE = f"{CONF}/ca.pem"
+#: Beside the logins the workers read (never among them): a digest of each connector user's password as it was
+#: when its connectors' tasks last restarted to read it. The record lives with the workers because a stack keeps
+#: no state directory, and the engine keeps no outputs of an update that failed: a password written into the
+#: workers by an update that failed before the restart is still a relogin for the next one.
+APPLIED_LOGINS = f"{CONF}/logins-applied"
 
 Progress = Callable[[str], None]
 
@@ -134,7 +139,10 @@ class ConnectDeployment:
                 files.rest_users: (rest_users(self.rest_password), 0o600),
                 CA_FILE: (self.ca.cert_pem, 0o644),
                 ENV_FILE: (environment, 0o600),
-                **{f"{files.logins}/{user}": (password, 0o600) for user, password in sorted(self.logins.items())}}
+                **{f"{files.logins}/{user}": (password, 0o600) for user, password in sorted(self.logins.items())},
+                # A worker made now starts its tasks with these passwords.
+                **{f"{APPLIED_LOGINS}/{user}": (_login_digest(password), 0o600)
+                   for user, password in sorted(self.logins.items())}}
 
     def digest(self, index: int, plugins: Mapping[str, Path]) -> str:
         """What decides that a worker must be made again: its files, its image, its command, its plugins. Not the
@@ -143,11 +151,21 @@ class ConnectDeployment:
         h = hashlib.sha256()
         logins = self.files().logins
         for path, (content, mode) in sorted(self.text_files(index, plugins).items()):
-            if not path.startswith(f"{logins}/"):
+            if not path.startswith((f"{logins}/", f"{APPLIED_LOGINS}/")):
                 h.update(f"{path}\0{mode}\0{content}\0".encode())
         h.update(json.dumps([self.image, self.command(), sorted(str(p) for p in plugins.values()),
                              self.spec.rest_port]).encode())
         return h.hexdigest()
+
+
+def _login_digest(password: str) -> str:
+    return hashlib.sha256(password.encode()).hexdigest()
+
+
+def _cat(container: Container, path: str) -> str | None:
+    """A file's text in a running container; None when it is not there."""
+    result = container.exec_run(["cat", path])
+    return result.output.decode(errors="replace") if result.exit_code == 0 else None
 
 
 def _tar(entries: Mapping[str, tuple[bytes, int]], trees: Mapping[str, Path], private: tuple[str, ...]) -> bytes:
@@ -218,21 +236,46 @@ class DockerConnectWorkers:
         return ConnectRest(f"https://127.0.0.1:{rest_port(self.d.spec, index)}", REST_USER, self.d.rest_password,
                            self.ca_path, timeout)
 
+    def stale_logins(self) -> frozenset[str]:
+        """The connector users whose password some running worker does not have, or has not restarted their
+        connectors' tasks for since it was written (an update that failed in between)."""
+        return frozenset(u for container in self._running() for u in self._stale_in(container))
+
     def sync_logins(self) -> frozenset[str]:
         """The connector users' passwords written into each running worker where they differ (a password changed);
-        returns those users: their connectors' tasks must restart to read them."""
+        returns the stale ones (`stale_logins`, as they were): their connectors' tasks must restart to read them,
+        and `mark_logins_applied` records that they did."""
         files = self.d.files()
-        changed: set[str] = set()
-        for container in self.containers().values():
-            if container.status != "running":
-                continue
-            stale = {u for u, password in self.d.logins.items()
-                     if container.exec_run(["cat", f"{files.logins}/{u}"]).output.decode(errors="replace") != password}
-            if stale:
+        stale: set[str] = set()
+        for container in self._running():
+            found = self._stale_in(container)
+            written = {u for u in found if _cat(container, f"{files.logins}/{u}") != self.d.logins[u]}
+            if written:
                 container.put_archive("/", _tar({f"{files.logins}/{u}": (self.d.logins[u].encode(), 0o600)
-                                                 for u in sorted(stale)}, {}, (files.logins,)))
-                changed |= stale
-        return frozenset(changed)
+                                                 for u in sorted(written)}, {}, (files.logins,)))
+            stale |= found
+        return frozenset(stale)
+
+    def mark_logins_applied(self) -> None:
+        """The connectors' tasks now run with the passwords the workers hold (an update restarted them)."""
+        for container in self._running():
+            container.put_archive("/", _tar({f"{APPLIED_LOGINS}/{u}": (_login_digest(p).encode(), 0o600)
+                                             for u, p in sorted(self.d.logins.items())}, {}, (APPLIED_LOGINS,)))
+
+    def _running(self) -> list[Container]:
+        return [c for c in self.containers().values() if c.status == "running"]
+
+    def _stale_in(self, container: Container) -> set[str]:
+        """No record of a user (a worker an earlier kraftform made, a user new to it): its file, as it is, has
+        been read, as the local runtime's record has it."""
+        logins = self.d.files().logins
+
+        def unread(user: str, password: str) -> bool:
+            applied = _cat(container, f"{APPLIED_LOGINS}/{user}")
+            return applied is not None and applied != _login_digest(password)
+
+        return {u for u, password in self.d.logins.items()
+                if _cat(container, f"{logins}/{u}") != password or unread(u, password)}
 
     def up(self, progress: Progress, timeout: float = START_TIMEOUT_S) -> None:
         """Make each declared worker that is missing or made from something else (one at a time, each serving its
@@ -282,7 +325,7 @@ class DockerConnectWorkers:
             networking_config=networking)
         container = self.client.containers.get(response["Id"])
         trees = {HOME: home, **{f"{PLUGINS}/{n}": p for n, p in plugins.items()}}
-        container.put_archive("/", _tar(entries, trees, (files.logins,)))
+        container.put_archive("/", _tar(entries, trees, (files.logins, APPLIED_LOGINS)))
         return container
 
     def _remove(self, container: Container) -> None:

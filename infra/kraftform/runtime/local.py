@@ -333,13 +333,18 @@ class LocalRuntime:
     def _alive(self, record: dep.NodeRecord) -> bool:
         """The node's process runs: the one its record names or, when that one does not, one running the node's
         files that no record names (a kill between a node's launch and its record left it): adopted into
-        `record`, so that it is waited for, stopped or killed rather than started twice on one data directory."""
+        `record` and the state, so that it is waited for, stopped or killed rather than started twice on one data
+        directory."""
         if self._recorded_alive(record):
             return True
         unrecorded = self._unrecorded(record.name)
         if unrecorded is None:
             return False
         record.handle = str(unrecorded)
+        deployment = dep.load(self.state_dir)  # and in the state, for every later reader
+        if any(r.name == record.name for r in deployment.nodes):
+            deployment.node(record.name).handle = record.handle
+            dep.save(self.state_dir, deployment)
         return True
 
     def _recorded_alive(self, record: dep.NodeRecord) -> bool:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from confluent_kafka import KafkaException
+
 from kraftform.cluster.connection import Connection
 from kraftform.cluster.render import RenderedNode
 from kraftform.cluster.topology import Node, Role, topology
@@ -298,6 +300,7 @@ def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connectio
     roll(runtime, cluster, [s for s in work.steps if s.step is Step.RESTART], rendered, connection, options, progress)
     if work.moves_partitions:
         leaving = {s.node.node_id for s in removes if s.node.is_broker}
+        _wait_registered(connection, {n.node_id for n in topology(cluster).brokers} - leaving, options)
         rebalance(connection, leaving, options, progress, cluster.placement.even_topics)
     for s in removes:
         progress(f"removing {s.node.name} ({_role(s.node)} {s.node.node_id}) ...")
@@ -312,7 +315,9 @@ def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connectio
     for voter in work.stray_voters:
         progress(f"removing controller {voter} from the voters (no node runs it) ...")
         remove_voter(runtime.state_dir, voter)
-    if removes:
+    if removes or dep.load(runtime.state_dir).brokers != cluster.brokers:
+        # Also when an earlier apply was killed between a node's start or stop and this step: the client files
+        # and the metrics endpoints would go on naming the brokers as they were.
         runtime.set_bootstrap(cluster)
     if work.moves_partitions:
         _mark(runtime.state_dir, REBALANCE_PENDING, None)
@@ -446,6 +451,20 @@ def _mark(state_dir: Path, key: str, value: str | None) -> None:
 
 def _assignment(partitions: list[ReadPartition]) -> dict[tuple[str, int], tuple[int, ...]]:
     return {(p.topic, p.partition): p.replicas for p in partitions}
+
+
+def _wait_registered(connection: Connection, brokers: set[int], options: RollOptions) -> None:
+    """Until every broker that stays is registered: the moves go to registered brokers only, and one an earlier
+    apply started but did not wait for (killed in between) would be left out, empty, the moves called done."""
+    def check() -> str | None:
+        try:
+            registered = set(gates.broker_racks(gates.client(connection)))
+        except KafkaException as exc:
+            return f"the cluster did not answer ({exc.args[0].str()})"
+        missing = sorted(brokers - registered)
+        return f"broker(s) {', '.join(map(str, missing))} not registered yet" if missing else None
+
+    wait_gate("every declared broker to register", options.gate_timeout_s, check)
 
 
 def rebalance(connection: Connection, leaving: set[int], options: RollOptions, progress: Progress,

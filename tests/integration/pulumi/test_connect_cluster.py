@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import random
+import secrets
 import subprocess
 import sys
 import time
@@ -21,6 +22,12 @@ from typing import Any
 import pytest
 import yaml
 from confluent_kafka import Producer
+from confluent_kafka.admin import (
+    AdminClient,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 from pulumi.runtime import proto
 
 from kraftform.cluster.connect import REST_USER
@@ -43,6 +50,8 @@ pytestmark = pytest.mark.integration
 
 TOPIC = "stack.orders"
 USER = "stack-connect"
+#: The stack's sink logs in as a user of its own: its password is a connector login, rotated below.
+ARCHIVER = "stack-archiver"
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 #: Inside the worker's container (its user's to write).
 SINK_FILE = "/tmp/orders.txt"
@@ -64,6 +73,10 @@ class ConnectStack:
     specs_dir: Path
     id: str = ""
     outputs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The connector users' passwords the stack declares (rotated by a test).
+    logins: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: The Connect section the last successful `up` deployed.
+    deployed: ConnectSpec | None = None
 
     @property
     def spec(self) -> ConnectSpec:
@@ -77,17 +90,20 @@ class ConnectStack:
         ca = {"cert": made.ca.cert_pem, "key": made.ca.key_pem}
         return connect_props(spec, cluster.name, network_name(cluster.name),
                              kafka_image(cluster.specs.cluster.kafka_version), network_bootstrap(brokers), ca,
-                             cluster.passwords[USER], {}, {}, admin.props(ca_pem=made.ca.cert_pem), False)
+                             cluster.passwords[USER], {u: self.logins[u] for u in spec.connector_users}, {},
+                             admin.props(ca_pem=made.ca.cert_pem), False)
 
     def up(self, spec: ConnectSpec) -> Any:
         """`pulumi up`: create, or a diff then an update when it says so; returns the diff."""
         news = self.news(spec)
         if not self.id:
             self.id, self.outputs = self.host.create(ConnectClusterProvider(), "connect", news)
+            self.deployed = spec
             return None
         diff = self.host.diff(ConnectClusterProvider(), "connect", self.id, self.outputs, news)
         if diff.changes == proto.DiffResponse.DIFF_SOME:
             self.outputs = self.host.update(ConnectClusterProvider(), "connect", self.id, self.outputs, news)
+        self.deployed = spec
         return diff
 
     def rest(self) -> ConnectRest:
@@ -114,6 +130,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectStack]:
     (root / "kafka.yaml").write_text(yaml.safe_dump({
         "topics": [{"name": TOPIC, "partitions": 1}],
         "users": [{"name": USER, "password": {"env": "KRAFTFORM_PASSWORD_STACK_CONNECT"}},
+                  {"name": ARCHIVER, "password": {"env": "KRAFTFORM_PASSWORD_STACK_ARCHIVER"}},
                   {"name": CLI_USER, "password": {"env": CLI_PASSWORD_ENV}},
                   {"name": CLI_ARCHIVER, "password": {"env": CLI_ARCHIVER_ENV}}]}))
 
@@ -124,14 +141,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectStack]:
                 "connectors": [{"name": sink, "class": FILE_SINK, "type": "sink", "topics": [TOPIC],
                                 "config": {"file": SINK_FILE}, **archive}]}
 
-    # The first for `pulumi up`'s provider, the second for `kraftform connect` on the Docker runtime, its sink
-    # logging in as a user of its own (its password in the workers' containers).
+    # The first for `pulumi up`'s provider, the second for `kraftform connect` on the Docker runtime; each sink
+    # logs in as a user of its own (its password in the workers' containers).
     (root / "connect.yaml").write_text(yaml.safe_dump({"connect": [
-        connect("stack-connect", USER, "archive"), connect(CLI_CONNECT, CLI_USER, "cli-archive", user=CLI_ARCHIVER)]}))
+        connect("stack-connect", USER, "archive", user=ARCHIVER),
+        connect(CLI_CONNECT, CLI_USER, "cli-archive", user=CLI_ARCHIVER)]}))
     client = docker_client()
     with ephemeral_cluster(root, "fast", "docker", base_dir=base / "clusters") as cluster:
         host = ProviderHost(REPO, base / "host-tmp")
-        made = ConnectStack(host, cluster, root)
+        made = ConnectStack(host, cluster, root, logins={ARCHIVER: cluster.passwords[ARCHIVER]})
         try:
             made.up(made.spec)
             yield made
@@ -211,6 +229,29 @@ def test_a_worker_setting_changed_makes_the_worker_again(stack: ConnectStack) ->
     assert "making worker 0 again (its configuration changed)" in stack.host.stderr.read_text()
     assert stack.rest().connectors()["archive"].state == "running"
     assert stack.up(changed).changes == proto.DiffResponse.DIFF_NONE
+
+
+def test_a_password_an_update_wrote_into_the_workers_before_failing_still_restarts_the_tasks_next_time(
+        stack: ConnectStack) -> None:
+    """A connector user's new password goes into the workers before the connectors' plan is judged. An update that
+    failed after that (here: Connect refuses a setting) once left the next one with nothing to do, the files being
+    already right, while the tasks ran with the password they started with."""
+    rotated = secrets.token_urlsafe(18)
+    upsert = UserScramCredentialUpsertion(ARCHIVER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
+                                          rotated.encode())
+    admin = AdminClient(stack.cluster.client())
+    admin.alter_user_scram_credentials([upsert])[ARCHIVER].result(timeout=30)
+    stack.logins[ARCHIVER] = rotated
+    deployed = stack.deployed
+    assert deployed is not None
+    with pytest.raises(Exception, match=r"errors\.tolerance"):
+        stack.up(_with(deployed, **{"errors.tolerance": "sometimes"}))
+    logged = len(stack.host.stderr.read_text())
+    assert stack.up(deployed).changes == proto.DiffResponse.DIFF_SOME
+    done = stack.host.stderr.read_text()[logged:]
+    assert "restarting (its user's new password) connector archive" in done and "making worker" not in done, done
+    assert [t[1] for t in stack.rest().connectors()["archive"].tasks] == ["running"]
+    assert stack.up(deployed).changes == proto.DiffResponse.DIFF_NONE
 
 
 def test_kraftform_connect_runs_workers_in_containers_beside_a_docker_cluster(stack: ConnectStack) -> None:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -33,7 +35,7 @@ from kraftform.kafka.admin import Requests, kafka_python_admin
 from kraftform.kafka.health import wait_healthy
 from kraftform.kafka.observe import observe
 from kraftform.runtime.deployment import admin_config, load
-from kraftform.runtime.local import LocalRuntime
+from kraftform.runtime.local import LocalRuntime, _runs_node
 from kraftform.runtime.tools import CONFIGS, VERIFIABLE_PRODUCER, kafka_tool_command, run_kafka_tool
 from kraftform.verification.secretscan import CommandLineSampler
 from kraftform.verification.toolout import ProducerLog, events
@@ -305,6 +307,63 @@ def test_an_apply_killed_in_a_roll_is_resumed_at_the_node_it_was_restarting(day2
     assert "rolling" not in deployment.extra and not deployment.previous
     assert {r.properties["log.retention.check.interval.ms"] for r in deployment.nodes if "broker" in r.roles
             and r.properties} == {"900000"}
+
+
+#: `kraftform apply` SIGKILLed the moment a node's JVM is launched, before its process id is recorded: the point
+#: a random kill almost never hits, made certain (the apply kills itself there).
+KILLED_AT_LAUNCH = """
+import os, signal, sys
+from kraftform.runtime import local
+launch = local.LocalRuntime._start
+def launch_then_die(self, *args, **kwargs):
+    launch(self, *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGKILL)
+local.LocalRuntime._start = launch_then_die
+from kraftform.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _jvms(nodes: LocalRuntime, name: str) -> list[int]:
+    """Every process running a node's files, whatever the state says."""
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()
+            and _runs_node(int(p.name), nodes.node_dir(name))]
+
+
+@LOCAL
+def test_an_apply_killed_between_a_new_brokers_launch_and_its_record_is_finished_by_the_next_one(
+        day2: Day2) -> None:
+    """The new broker is recorded before it starts: killed right after the launch, the state names the node
+    without its process, and the next apply finds that JVM by its files, waits for it and moves the partitions
+    (never a second JVM on its data); removing it stops that JVM."""
+    nodes = cast(LocalRuntime, day2.runtime)
+    name = f"{_name(day2)}-broker-3"
+    admin = day2.admin
+    for future in admin.create_topics([NewTopic(f"day2.launch.{uuid.uuid4().hex[:4]}", 6, 3)]).values():
+        future.result(30)
+    day2.edit(brokers=4)
+    killed = subprocess.run([sys.executable, "-c", KILLED_AT_LAUNCH, "apply", str(day2.specs), "--state-dir",
+                             str(day2.state), "--auto-approve"], capture_output=True, text=True, timeout=600)
+    try:
+        assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+        assert load(day2.state).node(name).handle == ""  # recorded, its process not
+        orphan = _jvms(nodes, name)
+        assert len(orphan) == 1, orphan
+        planned = day2.kraftform("plan")
+        assert planned.returncode == 2 and f"create cluster {name}" not in planned.stdout, planned.stdout
+        applied = day2.kraftform("apply", "--auto-approve")
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert _jvms(nodes, name) == orphan and load(day2.state).node(name).handle == str(orphan[0])
+        # The client files name the new broker too (the killed apply never got to write them).
+        assert load(day2.state).brokers == 4 and len(load(day2.state).bootstrap.split(",")) == 4
+        replicas, _, offline = day2.placement()
+        assert offline == 0 and set(replicas) == {1, 2, 3, 4} and replicas[4] > 0, replicas
+        assert day2.kraftform("plan").returncode == 0
+    finally:
+        day2.edit(brokers=3)
+        removed = day2.kraftform("apply", "--auto-approve", "--allow-destructive")
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    assert _jvms(nodes, name) == [] and day2.placement()[2] == 0
 
 
 @LOCAL

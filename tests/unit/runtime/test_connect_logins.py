@@ -34,3 +34,24 @@ def test_files_from_before_the_record_count_as_read_and_a_new_password_as_not(tm
     assert workers.logins({"orders-cdc": "rotated"}).stale == {"orders-cdc"}
     workers.write_logins({"orders-cdc": "rotated"})
     assert workers.logins({"orders-cdc": "rotated"}).stale == {"orders-cdc"}
+
+
+def test_a_workers_container_records_what_its_tasks_read_beside_its_logins_and_a_rotation_does_not_remake_it() -> None:
+    """The stack's workers (Pulumi) keep the record in the container, not in a state directory: a digest of each
+    password, never the password, out of the directory the workers' config provider reads; a new password is
+    written into the running worker (its tasks restart), not a reason to make the worker again."""
+    from kraftform.cluster.certificates import KeyPair
+    from kraftform.runtime.connect_containers import APPLIED_LOGINS, ConnectDeployment
+
+    def deployment(password: str) -> ConnectDeployment:
+        return ConnectDeployment(SPEC, "kf", "kf-net", "image", "b:9093", KeyPair("cert", "key"), "workers-pw",
+                                 "rest-pw", "store-pw", {"orders-cdc": password})
+
+    first, second = deployment("first-secret"), deployment("second-secret")
+    plugins: dict[str, Path] = {}
+    files = first.text_files(0, plugins)
+    marker = files[f"{APPLIED_LOGINS}/orders-cdc"]
+    assert marker[1] == 0o600 and "first-secret" not in marker[0] and len(marker[0]) == 64
+    assert not APPLIED_LOGINS.startswith(first.files().logins + "/")
+    assert second.text_files(0, plugins)[f"{APPLIED_LOGINS}/orders-cdc"] != marker
+    assert first.digest(0, plugins) == second.digest(0, plugins)

@@ -137,6 +137,7 @@ def test_a_node_process_no_record_names_is_found_by_its_directory_and_stopped_no
         while b"kafka.Kafka" not in Path(f"/proc/{orphan.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert runtime.process_id("n-broker-1") == str(orphan.pid)
+        assert dep.load(runtime.state_dir).node("n-broker-1").handle == str(orphan.pid)  # adopted in the state too
         assert runtime.process_id("n-broker-10") == ""  # broker-1's files are not broker-10's
         runtime.kill_node("n-broker-1", signal.SIGKILL)
         assert orphan.wait(10) == -signal.SIGKILL

@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
 from kraftform.definitions.server_configs import THROTTLE_RATES
+from kraftform.kafka.admin import Admin
 from kraftform.specset.model import Profile
 from kraftform.verification.durability import ProducerWatch, read_all
 from kraftform.verification.resilience import FINISHED
@@ -106,10 +107,13 @@ class _OfflineWatch:
 
 
 def _throttled(target: Target) -> tuple[str, ...]:
+    """The brokers a throttle was left on. A broker that does not answer fails the check with Kafka's reason (a
+    refused login), not a traceback (verify once ended on a bare TimeoutError here)."""
+    admin = Admin(target.connection)
     left = []
-    for broker in sorted(target.admin().list_topics(timeout=30).brokers):  # one broker per request, as Kafka asks
-        [future] = target.admin().describe_configs([ConfigResource(ResourceType.BROKER, str(broker))]).values()
-        entries = future.result(timeout=30)
+    for broker in sorted(admin.metadata().brokers):  # one broker per request, as Kafka asks
+        [future] = admin.client.describe_configs([ConfigResource(ResourceType.BROKER, str(broker))]).values()
+        entries = admin.wait(future, f"read the throttles of broker {broker}", on=broker)
         if any(entries.get(k) is not None and entries[k].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
                for k in THROTTLE_RATES):
             left.append(str(broker))

@@ -36,9 +36,10 @@ ROUND_S = 0.2
 #: How long a request may stay unanswered once a broker it may be waiting on has gone (refused a connection, or
 #: dropped one): a broker back by then answers within it; one stopped keeps the request queued until its timeout.
 GONE_GRACE_S = 2.0
-#: `wait(on=ANY_BROKER)`: a request librdkafka gave to a broker of its choosing, which may be one that went
-#: away up to this long before it was sent (librdkafka reports the same failure of a broker once in 30 s).
+#: `wait(on=ANY_BROKER)`: a request librdkafka gave to a broker of its choosing.
 ANY_BROKER = -1
+#: How long before a request was sent the broker it went to may have gone: librdkafka reports the same failure
+#: of a broker once in 30 s.
 GONE_WINDOW_S = 30.0
 #: What librdkafka's error callback says when a known broker (`name/<id>`) cannot be reached or hung up.
 _GONE = re.compile(r"/(\d+): (Connect to \S+ failed|Disconnected)")
@@ -154,11 +155,11 @@ class Admin:
     def settle(self, future: concurrent.futures.Future[Any], what: str, timeout: float = TIMEOUT,
                on: int | None = None) -> None:
         """Until `future` has its answer, which the caller reads (and judges, when some errors are expected).
-        `on`: the broker the request went to, or ANY_BROKER. Once that broker (any broker, lately) has gone,
-        a request still unanswered after GONE_GRACE_S waits on a broker that is stopping or
-        stopped, which librdkafka keeps it queued for until its timeout (a killed broker stays in the cluster's
-        metadata until its session ends): it fails then, and a caller that reads again with a new client's
-        metadata does not ask that broker."""
+        `on`: the broker the request went to, or ANY_BROKER. Once that broker (any broker, lately) has gone, a
+        request still unanswered after GONE_GRACE_S waits on a broker that is stopping or stopped, which
+        librdkafka keeps it queued for until its timeout (a killed broker stays in the cluster's metadata until
+        its session ends): it fails then, and a caller that reads again with a new client's metadata does not ask
+        that broker."""
         sent = time.monotonic()
 
         def attempt() -> None:

@@ -365,8 +365,7 @@ def _observe_brokers(connection: Connection, admin: Admin, brokers: dict[int, st
         try:
             topics, defaults = _topics(admin, topics_only, topic_configs_of, known_topics)
             every: list[concurrent.futures.Future[Any]] = [acl_read, user_read, python_read, broker_read]
-            done, _ = concurrent.futures.wait(every,
-                                              return_when=concurrent.futures.FIRST_EXCEPTION)
+            done, _ = concurrent.futures.wait(every, return_when=concurrent.futures.FIRST_EXCEPTION)
             failed = next((e for e in (r.exception() for r in done) if e is not None), None)
             if isinstance(failed, KraftformError):
                 # The first failure, without waiting on the others' retries; a new exception, as the future's

@@ -239,7 +239,7 @@ class DockerConnectWorkers:
     def stale_logins(self) -> frozenset[str]:
         """The connector users whose password some running worker does not have, or has not restarted their
         connectors' tasks for since it was written (an update that failed in between)."""
-        return frozenset(u for container in self._running() for u in self._stale_in(container))
+        return frozenset(u for container in self._running() for u in set().union(*self._stale_in(container)))
 
     def sync_logins(self) -> frozenset[str]:
         """The connector users' passwords written into each running worker where they differ (a password changed);
@@ -248,12 +248,11 @@ class DockerConnectWorkers:
         files = self.d.files()
         stale: set[str] = set()
         for container in self._running():
-            found = self._stale_in(container)
-            written = {u for u in found if _cat(container, f"{files.logins}/{u}") != self.d.logins[u]}
-            if written:
+            unwritten, unread = self._stale_in(container)
+            if unwritten:
                 container.put_archive("/", _tar({f"{files.logins}/{u}": (self.d.logins[u].encode(), 0o600)
-                                                 for u in sorted(written)}, {}, (files.logins,)))
-            stale |= found
+                                                 for u in sorted(unwritten)}, {}, (files.logins,)))
+            stale |= unwritten | unread
         return frozenset(stale)
 
     def mark_logins_applied(self) -> None:
@@ -265,17 +264,16 @@ class DockerConnectWorkers:
     def _running(self) -> list[Container]:
         return [c for c in self.containers().values() if c.status == "running"]
 
-    def _stale_in(self, container: Container) -> set[str]:
-        """No record of a user (a worker an earlier kraftform made, a user new to it): its file, as it is, has
-        been read, as the local runtime's record has it."""
+    def _stale_in(self, container: Container) -> tuple[set[str], set[str]]:
+        """The users whose login file in `container` is not their password, and those whose file is but whose
+        tasks have not restarted since it was written. No record of a user (a worker an earlier kraftform made, a
+        user new to it): its file, as it is, has been read, as the local runtime's record has it."""
         logins = self.d.files().logins
-
-        def unread(user: str, password: str) -> bool:
-            applied = _cat(container, f"{APPLIED_LOGINS}/{user}")
-            return applied is not None and applied != _login_digest(password)
-
-        return {u for u, password in self.d.logins.items()
-                if _cat(container, f"{logins}/{u}") != password or unread(u, password)}
+        unwritten = {u for u, password in self.d.logins.items() if _cat(container, f"{logins}/{u}") != password}
+        unread = {u for u, password in self.d.logins.items() if u not in unwritten
+                  and (applied := _cat(container, f"{APPLIED_LOGINS}/{u}")) is not None
+                  and applied != _login_digest(password)}
+        return unwritten, unread
 
     def up(self, progress: Progress, timeout: float = START_TIMEOUT_S) -> None:
         """Make each declared worker that is missing or made from something else (one at a time, each serving its

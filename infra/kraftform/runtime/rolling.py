@@ -268,9 +268,10 @@ def wait_gate(what: str, timeout: float, check: Callable[[], str | None]) -> Non
         if reason:
             raise NotYet(reason)
 
-    # A request may land on the very node that is restarting: any client's error is a reason to ask again.
+    # A request may land on the very node that is restarting: any client's error is a reason to ask again, kraftform's
+    # or confluent-kafka's own (the gates' describe_cluster raised it bare, past this wait, as a traceback).
     poll(what, timeout, attempt, interval=1.0,
-         retry_on=(ConnectionFailed, KafkaRequestFailed), error=RollHalted)
+         retry_on=(ConnectionFailed, KafkaRequestFailed, KafkaException), error=RollHalted)
 
 
 def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connection: Connection,
@@ -457,11 +458,7 @@ def _wait_registered(connection: Connection, brokers: set[int], options: RollOpt
     """Until every broker that stays is registered: the moves go to registered brokers only, and one an earlier
     apply started but did not wait for (killed in between) would be left out, empty, the moves called done."""
     def check() -> str | None:
-        try:
-            registered = set(gates.broker_racks(gates.client(connection)))
-        except KafkaException as exc:
-            return f"the cluster did not answer ({exc.args[0].str()})"
-        missing = sorted(brokers - registered)
+        missing = sorted(brokers - set(gates.broker_racks(gates.client(connection))))
         return f"broker(s) {', '.join(map(str, missing))} not registered yet" if missing else None
 
     wait_gate("every declared broker to register", options.gate_timeout_s, check)

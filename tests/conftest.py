@@ -40,3 +40,20 @@ def edit(path: Path, old: str, new: str, count: int = 1) -> None:
     text = path.read_text()
     assert old in text, f"{old!r} not in {path}"
     path.write_text(text.replace(old, new, count))
+
+
+def java_string_hash(text: str) -> int:
+    """Java's `String.hashCode()`: s[0]*31^(n-1) + ... + s[n-1], in 32 bits."""
+    value = 0
+    for char in text:
+        value = (31 * value + ord(char)) & 0xFFFFFFFF
+    return value
+
+
+def java_hashmap_order(keys: list[str]) -> list[str]:
+    """The order a `java.util.HashMap` of these few keys (table of 16) iterates them: by bucket
+    ((h ^ h >>> 16) & 15), then by insertion."""
+    def bucket(key: str) -> int:
+        h = java_string_hash(key)
+        return (h ^ (h >> 16)) & 15
+    return sorted(keys, key=bucket)

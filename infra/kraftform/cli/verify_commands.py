@@ -28,10 +28,11 @@ def register(sub: Any) -> None:
                         help="specs whose profiles and cluster section are verified (default: specs)")
     verify.add_argument("--quick", action="store_true",
                         help="the minimum sizes (100,000 records per failure run, 300 spec sets, 6 killed "
-                             "applies, no node work) instead of the full run")
+                             "applies, one roll killed 3 times) instead of the full run")
     verify.add_argument("--node-kills", type=int, metavar="N",
                         help="applies of node work (a roll, a broker added, then removed) SIGKILLed at random "
-                             "points, on a cluster kraftform runs (default: 20; none with --quick)")
+                             "points, on a cluster kraftform runs (default: 20; 3 with --quick, in a row on one "
+                             "roll)")
     where = verify.add_mutually_exclusive_group()
     where.add_argument("--state-dir", type=Path, metavar="DIR",
                        help="a cluster started by `kraftform cluster up` (its nodes may be killed)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import hashlib
 import secrets as pysecrets
 import uuid
 from collections.abc import Mapping, Sequence
@@ -27,7 +28,7 @@ from kraftform.cluster.config import (
 from kraftform.cluster.jmx import METRICS_FILE, agent_option, exporter_config
 from kraftform.cluster.topology import CONTROLLER_PORT, Node, Topology
 from kraftform.errors import UsageError
-from kraftform.specset.model import ClusterSpec
+from kraftform.specset.model import SCRAM_ANCHORS, ClusterSpec
 
 
 def new_cluster_id() -> str:
@@ -135,7 +136,7 @@ class RenderedNode:
     paths: NodePaths
     properties: Mapping[str, str]
     files: tuple[NodeFile, ...]
-    #: The admin and inter-broker SCRAM users, created in the metadata log at format time.
+    #: The SCRAM anchors and the admin, created in the metadata log at format time.
     scram_args: tuple[str, ...] = field(repr=False)
     #: Further StorageTool arguments: the release whose feature levels a new cluster starts at.
     format_options: tuple[str, ...] = ()
@@ -207,9 +208,19 @@ def render_node(topo: Topology, node: Node, addr: Addressing, paths: NodePaths,
         NodeFile(LOG4J2_FILE, LOG4J2_CONFIG),
         NodeFile(METRICS_FILE, exporter_config()),
     )
-    scram = ("--add-scram", f"{mech}=[name={topo.cluster.security.admin_user},password={secrets.admin_password}]")
+    scram = (*anchor_args(secrets.admin_password),
+             "--add-scram", f"{mech}=[name={topo.cluster.security.admin_user},password={secrets.admin_password}]")
     return RenderedNode(node, paths, props, files, scram,
                         _feature_options(topo.cluster) + _voter_options(node, secrets))
+
+
+def anchor_args(admin_password: str) -> tuple[str, ...]:
+    """StorageTool arguments that create the SCRAM anchors (specset/model.py, SCRAM_ANCHORS) before any other
+    user. Nobody logs in as them: the password is derived from the admin's (so a render stays the same from one
+    run to the next) through a one-way hash, and they are granted nothing."""
+    password = hashlib.sha256(f"kraftform scram anchor\0{admin_password}".encode()).hexdigest()
+    return tuple(arg for mechanism, name in sorted(SCRAM_ANCHORS.items())
+                 for arg in ("--add-scram", f"{mechanism}=[name={name},password={password}]"))
 
 
 def _feature_options(cluster: ClusterSpec) -> tuple[str, ...]:

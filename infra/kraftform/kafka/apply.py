@@ -16,6 +16,7 @@ the passwords, and every step is linear in the number of changes.
 
 from __future__ import annotations
 
+import secrets as pysecrets
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -75,6 +76,9 @@ from kraftform.plan.changes import (
 from kraftform.specset import model
 from kraftform.waiting import NotYet, poll
 
+#: Users an apply creates with a password of its own (specset/model.py, SCRAM_ANCHORS).
+ANCHOR_USERS = frozenset(model.SCRAM_ANCHORS.values())
+
 #: Items per write request, and how long one may take: the controller commits each item, and thousands of
 #: ACLs in one request outlast a 30 s timeout on two cores.
 BATCH = 500
@@ -125,8 +129,8 @@ def check_applicable(plan: Plan, declared_users: Iterable[model.UserSpec], passw
                 raise UsageError(f"ACL {binding.describe()}: confluent-kafka cannot manage ACLs on "
                                  f"{binding.resource_type} resources or {binding.operation} operations")
     users = {u.name: u for u in declared_users}
-    require_passwords([users[c.resource] for c in plan.changes
-                       if c.kind is Kind.USER and c.action is not Action.DELETE], passwords)
+    require_passwords([users[c.resource] for c in plan.changes if c.kind is Kind.USER
+                       and c.action is not Action.DELETE and c.resource not in ANCHOR_USERS], passwords)
 
 
 P = TypeVar("P")
@@ -260,7 +264,8 @@ class Applier:
                 deletes[c.resource] = credential.delete
         alterations: list[Any] = []
         for name, (mechanism, iterations) in sorted(upserts.items()):
-            password = self.passwords.get(name)
+            # An anchor's password is never used nor kept: a random one.
+            password = pysecrets.token_urlsafe(32) if name in ANCHOR_USERS else self.passwords.get(name)
             if password is None:
                 raise UsageError(f"user {name!r}: no password was given for it; nothing was sent for it")
             alterations.append(UserScramCredentialUpsertion(

@@ -19,7 +19,7 @@ from kraftform.plan.brokers import (
     node_changes,
     stray_cluster_defaults,
 )
-from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
+from kraftform.plan.changes import Action, Change, Credential, Kind, Plan, Safety
 from kraftform.plan.diff import Ownership, diff_states
 from kraftform.plan.groups import group_config_changes
 from kraftform.plan.render import listed
@@ -28,6 +28,7 @@ from kraftform.specset.model import (
     BROKER_USER,
     CONTROLLER_USER,
     DEFAULT_ENTITY,
+    SCRAM_ANCHORS,
     AclBinding,
     ClusterSpec,
     QuotaEntity,
@@ -53,7 +54,7 @@ def declared_principals(specs: SpecSet) -> frozenset[str]:
 
 def cluster_identities(admin_user: str) -> frozenset[str]:
     """The users the cluster itself runs as: never managed, never exported."""
-    return frozenset({admin_user, BROKER_USER, CONTROLLER_USER})
+    return frozenset({admin_user, BROKER_USER, CONTROLLER_USER, *SCRAM_ANCHORS.values()})
 
 
 def ownership_of(specs: SpecSet) -> Ownership:
@@ -192,7 +193,21 @@ def plan_against(wanted: Desired, observed: ClusterState, logins: Mapping[str, s
                          f"--delete-config): {listed(stray)}")
     groups = group_config_changes(wanted.group_configs, observed.group_configs)
     guarded, kept_notes = own_logins([*plan.changes, *settings, *groups], _logins(wanted, logins), wanted)
-    return Plan.of(elr_changes(wanted.cluster, [*guarded, *nodes], observed), tuple(notes + kept_notes))
+    anchors = anchor_changes(observed) if wanted.state.users or any(c.kind is Kind.USER for c in guarded) else []
+    return Plan.of(elr_changes(wanted.cluster, [*anchors, *guarded, *nodes], observed), tuple(notes + kept_notes))
+
+
+ANCHOR_REASON = ("guards the other SCRAM users of its mechanism: without it, a Kafka node restarted after a user was "
+                 "deleted can lose them all (docs/security.md, \"SCRAM anchors\"); nobody logs in as it")
+
+
+def anchor_changes(observed: ClusterState) -> list[Change]:
+    """The SCRAM anchors a cluster lacks (specset/model.py, SCRAM_ANCHORS): kraftform's own clusters have them
+    from their format; a cluster made otherwise, or before them, gets them from the first plan that touches or
+    declares SCRAM users."""
+    return [Change(Action.CREATE, Kind.USER, name, Safety.SAFE, ANCHOR_REASON, "mechanism", None, mechanism,
+                   Credential((mechanism, UserSpec.iterations)))
+            for mechanism, name in sorted(SCRAM_ANCHORS.items()) if name not in observed.users]
 
 
 def _logins(wanted: Desired, logins: Mapping[str, str] | None) -> dict[str, str]:

@@ -18,6 +18,7 @@ from kraftform.errors import Location, Problem
 from kraftform.specset.model import (
     DEFAULT_ENTITY,
     RESERVED_USERS,
+    SCRAM_ANCHORS,
     AclSpec,
     ClusterSpec,
     ConnectorSpec,
@@ -94,7 +95,9 @@ def check_cluster(s: SpecSet) -> Iterator[Problem]:
                           f"defaults.replication_factor {d.replication_factor}: no write could succeed")
     reserved = {u.name for u in s.users} & set(RESERVED_USERS)
     for name in sorted(reserved):
-        yield Problem(at, f"user {name!r} is reserved: kraftform's nodes authenticate as it (a super user)")
+        why = ("a SCRAM anchor kraftform keeps on every cluster (docs/security.md)" if name in SCRAM_ANCHORS.values()
+               else "kraftform's nodes authenticate as it (a super user)")
+        yield Problem(at, f"user {name!r} is reserved: {why}")
     if c.security.admin_user in {u.name for u in s.users}:
         yield Problem(at, f"security.admin_user {c.security.admin_user!r} is also declared under users; "
                           f"the cluster creates the admin user itself")

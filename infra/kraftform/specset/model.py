@@ -25,7 +25,16 @@ CONTROLLER_USER = "kraftform-controller"
 #: The SCRAM user brokers spoke to each other as before the inter-broker listener became mutual TLS; no
 #: longer created or a super user, but a cluster made before may still hold it, so it is never managed.
 BROKER_USER = "kraftform-broker"
-RESERVED_USERS = (NODE_PRINCIPAL, CONTROLLER_USER, BROKER_USER)
+#: One SCRAM user per mechanism, never deleted, whose name's Java hash is 0 (tests/unit/specset/test_model.py).
+#: A restarting Kafka node (through 4.4) rebuilds its SCRAM users from one batch of changes kept in a HashMap,
+#: and when the first user it meets there was deleted, it drops that mechanism's users met after it
+#: (ScramDelta.apply removes the mechanism's map once empty and goes on filling the removed map): a broker
+#: restarted after a user was deleted refused the admin's login. A name hashing to 0 is met first at every table
+#: size, so with this user present the map is never empty. Created with the cluster (`--add-scram`), or by an
+#: apply on a cluster without it (docs/security.md).
+SCRAM_ANCHORS = {"SCRAM-SHA-256": "kraftform-anchor-sha-256-ahlxfuua",
+                 "SCRAM-SHA-512": "kraftform-anchor-sha-512-acywjyik"}
+RESERVED_USERS = (NODE_PRINCIPAL, CONTROLLER_USER, BROKER_USER, *SCRAM_ANCHORS.values())
 
 Settings = Mapping[str, str]
 

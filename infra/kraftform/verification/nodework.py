@@ -129,11 +129,12 @@ def _records(target: Target, topic: str, partitions: int) -> int:
         consumer.close()
 
 
-def node_kill_trials(target: Target, cluster: Mapping[str, Any], count: int, seed: int, progress: Progress
-                     ) -> NodeKills:
-    """`count` applies of node work SIGKILLed at random points (a trial whose apply finished first is reported
-    and one more change is made), each followed by an apply and a plan that must be empty; the cluster is left as
-    `cluster` declares it."""
+def node_kill_trials(target: Target, cluster: Mapping[str, Any], count: int, seed: int, progress: Progress,
+                     per_change: int = 1) -> NodeKills:
+    """`count` applies of node work SIGKILLed at random points, `per_change` in a row on one change (each one
+    resuming what the last left, then killed in its turn; a change whose apply finished first takes no more and
+    one more change is made), each change then applied and planned, the plan empty. The cluster is left as the
+    last change made it: its callers' own, stopped next (its way back would be one more change, unkilled)."""
     if target.state_dir is None:
         raise ValueError("node kill trials need a cluster kraftform runs (its state directory)")
     started = time.monotonic()
@@ -153,6 +154,22 @@ def node_kill_trials(target: Target, cluster: Mapping[str, Any], count: int, see
         (target.workdir / "logs" / f"{name}.log").write_text(done.stdout + done.stderr)
         return done
 
+    def killed_apply(name: str, after: float) -> tuple[str, float]:
+        """An apply SIGKILLed `after` seconds in: the last step it reported, and how long it ran."""
+        log = target.workdir / "logs" / f"{name}.log"
+        began = time.monotonic()
+        with open(log, "w") as out:
+            process = subprocess.Popen(command("apply", "--auto-approve", "--allow-destructive"),
+                                       stdout=out, stderr=subprocess.STDOUT)
+            try:
+                process.wait(timeout=after)
+                return FINISHED, time.monotonic() - began
+            except subprocess.TimeoutExpired:
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)
+        steps = [line.strip() for line in log.read_text().splitlines() if line.startswith(_STEPS)]
+        return (steps[-1] if steps else "before its first step"), after
+
     topic = target.topic("node-kills")
     target.create_topic(topic, 6, target.replication_factor(PRODUCER), PRODUCER.topic)
     producer = ProducerWatch(target, topic, PRODUCER, 10_000_000, 200, "node-kills")
@@ -162,41 +179,31 @@ def node_kill_trials(target: Target, cluster: Mapping[str, Any], count: int, see
     took = {"roll": 90.0, "brokers": 60.0}
     try:
         producer.wait_acked(200, 120)
-        trial = killed = 0
-        # A change whose apply finished before its kill is done: the next trial makes the next change.
+        killed = 0
         for trial, (change, section) in enumerate(changes(cluster, 3 * count), 1):
             if killed >= count:
                 break
             kind = change.split()[0]
             write(section)
-            after = rng.uniform(0.05, 0.9) * took[kind]
-            log = target.workdir / "logs" / f"node-{trial}-killed.log"
-            began = time.monotonic()
-            with open(log, "w") as out:
-                process = subprocess.Popen(command("apply", "--auto-approve", "--allow-destructive"),
-                                           stdout=out, stderr=subprocess.STDOUT)
-                try:
-                    process.wait(timeout=after)
-                    reached = FINISHED
-                    took[kind] = time.monotonic() - began
-                except subprocess.TimeoutExpired:
-                    os.kill(process.pid, signal.SIGKILL)
-                    process.wait(timeout=30)
-                    steps = [line.strip() for line in log.read_text().splitlines() if line.startswith(_STEPS)]
-                    reached = steps[-1] if steps else "before its first step"
+            points: list[tuple[float, str]] = []
+            while len(points) < per_change and killed < count:
+                after = rng.uniform(0.05, 0.9) * took[kind] / per_change
+                reached, ran = killed_apply(f"node-{trial}-killed-{len(points) + 1}", after)
+                points.append((after, reached))
+                if reached == FINISHED:
+                    if len(points) == 1:  # a whole change's duration, not a resumed one's
+                        took[kind] = ran
+                    break
+                killed += 1
             again = run("apply", f"node-{trial}-apply", "--auto-approve", "--allow-destructive")
             planned = run("plan", f"node-{trial}-plan")
             converged = again.returncode == 0 and planned.returncode == 0
             detail = "" if converged else (again.stdout + again.stderr + planned.stdout)[-600:]
-            result.trials.append(NodeKill(trial, change, after, reached, converged, detail))
-            killed += reached != FINISHED
-            progress(f"  node trial {trial} ({change}): killed after {after:.1f} s ({reached}); "
-                     f"{'converged' if converged else 'DID NOT converge'}")
-        write(cluster)
-        last = run("apply", "node-kills-last", "--auto-approve", "--allow-destructive")
-        if last.returncode != 0:
-            result.trials.append(NodeKill(trial + 1, "back to the declared cluster", 0.0, "unkilled", False,
-                                          last.stderr[-600:]))
+            for after, reached in points:
+                result.trials.append(NodeKill(trial, change, after, reached, converged, detail))
+            progress(f"  node trial {trial} ({change}): killed after "
+                     + ", then ".join(f"{after:.1f} s ({reached})" for after, reached in points)
+                     + f"; {'converged' if converged else 'DID NOT converge'}")
         result.throttled = _throttled(target)
     finally:
         result.offline_max = offline.stop()

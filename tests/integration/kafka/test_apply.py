@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
 import pytest
+from confluent_kafka.admin import ScramMechanism, UserScramCredentialDeletion
 
 from kraftform.cluster.connection import read_connection
 from kraftform.errors import KafkaRequestFailed
 from kraftform.kafka.admin import Admin
 from kraftform.kafka.apply import Applier, ApplyOptions
+from kraftform.kafka.credentials import logs_in
 from kraftform.kafka.observe import observe
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
 from kraftform.plan.changes import Action, Kind
-from kraftform.specset.model import AclSpec, ClusterSpec, PrincipalSpec, SpecSet, TopicSpec
+from kraftform.specset.model import (
+    SCRAM_ANCHORS,
+    AclSpec,
+    ClusterSpec,
+    PrincipalSpec,
+    SecretRef,
+    SpecSet,
+    TopicSpec,
+    UserSpec,
+)
 from kraftform.waiting import until
 
 from ..conftest import LiveCluster, unique
@@ -76,3 +89,35 @@ def test_a_refused_resource_fails_alone_and_everything_independent_is_applied(lo
     apply_cluster(connection, bare, plan_cluster(connection, bare), ApplyOptions(allow_destructive=True), steps.append)
     admin = Admin(connection)
     admin.wait(admin.client.delete_topics([good])[good], f"delete {good}")
+
+
+def test_a_cluster_without_the_scram_anchors_gets_them_first_from_a_plan_with_users(
+        local_cluster: LiveCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cluster kraftform did not format (or formatted before them) lacks the SCRAM anchors (specset/model.py):
+    the first plan declaring a SCRAM user creates them too, with passwords nobody keeps; then nothing."""
+    connection = read_connection(local_cluster.state_dir / "admin.properties")
+    admin = Admin(connection)
+
+    def users() -> set[str]:
+        described = admin.client.describe_user_scram_credentials()  # every user's: one future
+        assert isinstance(described, Future)
+        return set(admin.wait(described, "describe SCRAM users"))
+
+    assert set(SCRAM_ANCHORS.values()) <= users()  # formatted with them
+    for mechanism, anchor in SCRAM_ANCHORS.items():
+        deletion = UserScramCredentialDeletion(anchor, ScramMechanism[mechanism.replace("-", "_")])
+        admin.wait(admin.client.alter_user_scram_credentials([deletion])[anchor], f"delete {anchor}")
+    until("the anchors to be gone", 60.0, lambda: not set(SCRAM_ANCHORS.values()) & users())
+
+    name = unique("anchored").replace(".", "-")
+    monkeypatch.setenv("ANCHORED_PASSWORD", "anchored-password")
+    specs = SpecSet(ClusterSpec(local_cluster.spec.name, 3, local_cluster.spec.kafka_version),
+                    users=(UserSpec(name, SecretRef("env", "ANCHORED_PASSWORD")),))
+    live = plan_cluster(connection, specs)
+    assert sorted((c.action, c.kind, c.resource) for c in live.plan.changes) == sorted(
+        (Action.CREATE, Kind.USER, user) for user in (*SCRAM_ANCHORS.values(), name))
+    assert apply_cluster(connection, specs, live, ApplyOptions(), lambda _: None).plan.empty
+    assert set(SCRAM_ANCHORS.values()) | {name} <= users()
+    assert logs_in(connection, specs.users[0], "anchored-password")
+    admin.wait(admin.client.alter_user_scram_credentials([UserScramCredentialDeletion(
+        name, ScramMechanism.SCRAM_SHA_512)])[name], f"delete {name}")

@@ -12,6 +12,7 @@ setting, a node that cannot start, brokers and controllers added and removed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -22,25 +23,34 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import cast
 
 import pytest
 import yaml
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import (
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
 
 from kraftform.definitions.features import RELEASE_FEATURES
-from kraftform.kafka.admin import Requests, kafka_python_admin
+from kraftform.kafka.admin import Admin, Requests, kafka_python_admin
 from kraftform.kafka.health import wait_healthy
 from kraftform.kafka.observe import observe
 from kraftform.runtime.deployment import admin_config, load
 from kraftform.runtime.local import LocalRuntime, _runs_node
 from kraftform.runtime.tools import CONFIGS, VERIFIABLE_PRODUCER, kafka_tool_command, run_kafka_tool
+from kraftform.specset.model import SCRAM_ANCHORS
 from kraftform.verification.secretscan import CommandLineSampler
 from kraftform.verification.toolout import ProducerLog, events
 from kraftform.versions import KAFKA_VERSION
 
+from ...conftest import java_hashmap_order
 from .conftest import Day2, own_cluster
 
 #: The runtimes a test runs on (the fixture's parameter): one cluster per runtime, made once for the module.
@@ -244,14 +254,30 @@ def test_a_node_that_cannot_start_halts_the_roll_and_the_others_keep_running(day
 
 
 @LOCAL
-def test_a_broker_that_dies_is_left_out_of_the_reading_then_planned_and_started_again_by_apply(day2: Day2) -> None:
+def test_a_broker_that_dies_is_left_out_of_the_reading_then_started_again_by_apply_taking_every_login(
+        day2: Day2) -> None:
     """A broker stays in the metadata until its session ends, refusing connections meanwhile (a roll's broker
     stopping, one an interrupted apply left stopping): reading every broker's settings waits until it has left
     (CI once failed an apply on "cannot describe the settings of broker 1 ... Broker transport failure"). A
     declared node that is not running is node work: the plan says so (before, "No changes", exit 0) and apply
-    starts it with its data."""
+    starts it with its data.
+
+    A SCRAM user created and deleted before the broker died: without the SCRAM anchors the cluster is formatted
+    with (specset/model.py), the restarted broker refused the admin's login (Kafka 4.4.0: `churn-0` comes before
+    the admin in the map it rebuilds its users from and, being deleted, emptied it), while the others took it."""
     nodes = cast(LocalRuntime, day2.runtime)
     broker = next(r for r in load(day2.state).nodes if r.roles == ["broker"])
+    connection = admin_config(day2.state)
+    assert connection.mechanism and connection.username
+    assert java_hashmap_order([connection.username, "churn-0"])[0] == "churn-0"
+    admin = Admin(connection)
+    described = admin.client.describe_user_scram_credentials()  # every user's: one future
+    assert isinstance(described, Future)
+    assert set(SCRAM_ANCHORS.values()) <= set(admin.wait(described, "describe SCRAM users"))
+    mechanism = ScramMechanism[connection.mechanism.replace("-", "_")]
+    for alteration in (UserScramCredentialUpsertion("churn-0", ScramCredentialInfo(mechanism, 4096), b"churn-0"),
+                       UserScramCredentialDeletion("churn-0", mechanism)):
+        admin.wait(admin.client.alter_user_scram_credentials([alteration])["churn-0"], "alter churn-0")
     nodes.kill_node(broker.name)
     try:
         observed = observe(admin_config(day2.state), broker_keys=("num.replica.fetchers",))
@@ -271,6 +297,9 @@ def test_a_broker_that_dies_is_left_out_of_the_reading_then_planned_and_started_
     brokers = {r.node_id: r.name for r in load(day2.state).nodes if "broker" in r.roles}
     assert wait_healthy(admin_config(day2.state), brokers, timeout=180).brokers == tuple(sorted(brokers))
     assert day2.kraftform("plan").returncode == 0
+    address = next(f"{b.host}:{b.port}" for node, b in Admin(connection).metadata().brokers.items()
+                   if node == broker.node_id)
+    assert broker.node_id in Admin(dataclasses.replace(connection, bootstrap=address)).metadata().brokers
 
 
 @BOTH

@@ -22,6 +22,7 @@ from kraftform.cluster.containers import (
 from kraftform.cluster.render import make_secrets
 from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
+from kraftform.specset.model import SCRAM_ANCHORS
 from kraftform.versions import KAFKA_VERSION
 
 CLUSTER = load_specs(Path(__file__).resolve().parents[2] / "fixtures" / "cluster").cluster
@@ -55,7 +56,12 @@ def test_secrets_only_in_secret_files_never_in_commands_or_labels() -> None:
         by_path = {f.path: f for f in spec.files}
         assert by_path[f"{CONFIG_DIR}/tls/node.pem"].secret and by_path[f"{CONFIG_DIR}/tls/node.pem"].mode == 0o600
         assert by_path[f"{CONFIG_DIR}/format.args"].secret
-        assert "s3cret-admin" in by_path[f"{CONFIG_DIR}/format.args"].content
+        format_args = by_path[f"{CONFIG_DIR}/format.args"].content.splitlines()
+        assert any("s3cret-admin" in arg for arg in format_args)
+        # The SCRAM anchors first (specset/model.py), in each mechanism, with a password that is not the admin's.
+        assert [arg.split("[name=")[0] for arg in format_args[1:4:2]] == ["SCRAM-SHA-256=", "SCRAM-SHA-512="]
+        assert [arg.split("[name=")[1].split(",")[0] for arg in format_args[1:4:2]] == sorted(SCRAM_ANCHORS.values())
+        assert format_args[::2] == ["--add-scram"] * 3 and "s3cret-admin" not in "".join(format_args[:4])
         assert not by_path[f"{CONFIG_DIR}/server.properties"].secret
         assert secrets.admin_password not in by_path[f"{CONFIG_DIR}/server.properties"].content
         assert spec.command[:2] == ("sh", "-c") and "kafka.Kafka" in spec.command[2]

@@ -9,9 +9,9 @@ import pytest
 from kraftform.declared import load_specs
 from kraftform.plan import Action, ClusterState, Kind, Plan, Safety, TopicState, UserState, state_of
 from kraftform.plan.brokers import declared_features, feature_changes
-from kraftform.plan.changes import Change, FeatureLevel
+from kraftform.plan.changes import Change, Credential, FeatureLevel
 from kraftform.plan.live import desired_of, live_plan, ownership_of, plan_against
-from kraftform.specset.model import AclBinding, QuotaEntity, SpecSet
+from kraftform.specset.model import SCRAM_ANCHORS, AclBinding, QuotaEntity, SpecSet
 
 from ...conftest import EXAMPLE_SPECS
 
@@ -29,6 +29,7 @@ def applied(specs: SpecSet, **changes: object) -> ClusterState:
     topics = {n: dataclasses.replace(t, assignment=tuple((1 + p % 3, 1 + (p + 1) % 3, 1 + (p + 2) % 3)[
         :t.replication_factor] for p in range(t.partitions))) for n, t in state.topics.items()}
     users = {n: dataclasses.replace(u, password_version=None) for n, u in state.users.items()}
+    users.update({name: UserState(name, mechanism, 4096) for mechanism, name in SCRAM_ANCHORS.items()})
     defaults = {"min.insync.replicas": "2", "retention.ms": "604800000", "cleanup.policy": "delete"}
     base = dataclasses.replace(state, topics=topics, users=users, brokers=BROKERS, topic_defaults=defaults)
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
@@ -110,6 +111,32 @@ def test_scope_all_removes_undeclared_access_but_never_the_clusters_identities(s
         (Action.DELETE, Kind.USER, "old-app", "mechanism"),
         (Action.DELETE, Kind.ACL, "User:billing", "allow read on group 'b'")]
     assert not ownership_of(everything).user("kraftform-broker")
+
+    assert not any(ownership_of(everything).user(name) for name in SCRAM_ANCHORS.values())
+
+
+def test_a_cluster_without_the_scram_anchors_gets_them_once_scram_users_are_declared_or_deleted(
+        specs: SpecSet) -> None:
+    """A cluster kraftform did not format (or formatted before the anchors) lacks them (specset/model.py)."""
+    bare = applied(specs)
+    bare = dataclasses.replace(bare, users={n: u for n, u in bare.users.items() if n not in SCRAM_ANCHORS.values()})
+    plan = live_plan(specs, bare)
+    assert kinds(plan)[:2] == [(Action.CREATE, Kind.USER, name, "mechanism")
+                               for _, name in sorted(SCRAM_ANCHORS.items())]
+    assert len(plan.changes) == 2 and {c.safety for c in plan.changes} == {Safety.SAFE}
+    assert [(c.desired, c.payload) for c in plan.changes] == [
+        (mechanism, Credential((mechanism, 8192))) for mechanism in sorted(SCRAM_ANCHORS)]
+    assert "docs/security.md" in plan.changes[0].reason
+    # No SCRAM user declared, none to delete: nothing to guard, no anchor planned.
+    no_users = dataclasses.replace(specs, users=(), acls=(), quotas=())
+    assert not any(c.kind is Kind.USER for c in live_plan(no_users, dataclasses.replace(bare, users={})).changes)
+    # A deletion is guarded too.
+    everything = dataclasses.replace(no_users, cluster=dataclasses.replace(
+        specs.cluster, managed_scope=dataclasses.replace(specs.cluster.managed_scope, acl_principals="all")))
+    stray = dataclasses.replace(bare, users={"old-app": UserState("old-app", "SCRAM-SHA-256", 4096)})
+    users = [(c.action, c.resource) for c in live_plan(everything, stray).changes if c.kind is Kind.USER]
+    assert users == [(Action.CREATE, name) for _, name in sorted(SCRAM_ANCHORS.items())] + [
+        (Action.DELETE, "old-app")]
 
 
 def test_the_login_a_plan_applies_with_is_never_altered_or_deleted_whatever_the_scope(specs: SpecSet) -> None:

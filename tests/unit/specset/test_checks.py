@@ -59,6 +59,17 @@ def test_admin_user_cannot_also_be_declared(specs_copy: SpecsCopy) -> None:
                         "creates the admin user itself"]
 
 
+
+def test_a_scram_anchors_name_is_reserved(specs_copy: SpecsCopy) -> None:
+    specs = specs_copy()
+    (specs / "anchor.yaml").write_text(
+        "users:\n  - name: kraftform-anchor-sha-512-acywjyik\n    password: {env: ANCHOR_PASSWORD}\n")
+    with pytest.raises(SpecError) as caught:
+        load_specs(specs)
+    assert [p.message for p in caught.value.problems] == [
+        "user 'kraftform-anchor-sha-512-acywjyik' is reserved: a SCRAM anchor kraftform keeps on every cluster "
+        "(docs/security.md)"]
+
 def test_duplicate_acl_bindings_and_quota_entities(specs_copy: SpecsCopy) -> None:
     specs = specs_copy()
     (specs / "more.yaml").write_text(

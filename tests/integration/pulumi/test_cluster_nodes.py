@@ -163,6 +163,21 @@ def test_a_first_up_waits_until_every_broker_is_registered_and_a_second_changes_
     admin.create_topics([NewTopic(TOPIC, 6, 2)])[TOPIC].result(30)
 
 
+
+def test_an_admin_or_mechanism_change_that_would_lock_pulumi_out_fails_the_update_and_nothing_restarts(
+        stack: Stack) -> None:
+    """As the CLI's (tests/integration/runtime/test_day2.py): the admin's credential exists for one name and one
+    mechanism, made at format, so each node restarted with another would refuse the admin the others accept."""
+    before = stack.started()
+    security = stack.spec.security
+    for changed in (dataclasses.replace(security, admin_user="another-admin"),
+                    dataclasses.replace(security, sasl_mechanism="SCRAM-SHA-256")):
+        with pytest.raises(grpc.RpcError) as refused:
+            stack.up(dataclasses.replace(stack.spec, security=changed))
+        assert "make a new cluster with it" in str(refused.value), str(refused.value)[-3000:]
+    assert stack.started() == before
+    assert stack.up(stack.spec).changes == proto.DiffResponse.DIFF_NONE
+
 def test_a_node_container_stopped_outside_pulumi_is_a_change_and_the_update_starts_it(stack: Stack) -> None:
     """The inputs have not changed, but a declared node is not running: the preview is not "unchanged" (it was),
     and the update starts the container with its data; the next preview is empty again."""

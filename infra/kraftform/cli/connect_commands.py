@@ -105,9 +105,16 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from kraftform.runtime.connect_clusters import connect_workers
+    from kraftform.runtime.connect_clusters import connect_workers, stop_undeclared
 
-    for spec in _chosen(load_specs(args.specs_dir), args.name):
+    specs = load_specs(args.specs_dir)
+    undeclared = args.name is not None and args.name not in {c.name for c in specs.connect}
+    # No longer declared, its workers may still run (and its user be one a plan refuses to change).
+    if undeclared and (args.state_dir / "connect" / args.name).is_dir():
+        stopped = stop_undeclared(args.state_dir, args.name)
+        print(f"{args.name}: {stopped} worker(s) stopped (no longer declared)")
+        return 0
+    for spec in _chosen(specs, args.name):
         connect_workers(args.state_dir, spec).down(purge=args.purge)
         print(f"{spec.name}: stopped" + (" and removed" if args.purge else ""))
     return 0

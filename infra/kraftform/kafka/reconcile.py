@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kraftform.cluster.connection import Connection
 from kraftform.errors import ClusterUnhealthy
@@ -14,7 +14,7 @@ from kraftform.kafka.apply import Applier, ApplyOptions, Progress, check_applica
 from kraftform.kafka.credentials import check_passwords, missing_password, passwords, refusing_brokers
 from kraftform.kafka.observe import Observation, observe, topics_per_broker
 from kraftform.plan.changes import Action, Change, Kind, Plan
-from kraftform.plan.live import Desired, desired_of, plan_against
+from kraftform.plan.live import Desired, OwnLogin, desired_of, plan_against
 from kraftform.plan.render import render_text
 from kraftform.specset.model import SpecSet
 from kraftform.waiting import NotYet, poll
@@ -45,6 +45,8 @@ class LivePlan:
     plan: Plan
     observation: Observation
     passwords: Mapping[str, str | None]
+    #: The logins beyond the admin's that the plan protected (`own_logins`): apply's plans after it protect them too.
+    logins: Mapping[str, OwnLogin] = field(default_factory=dict)
 
 
 def _wanted(declared: SpecSet | Desired) -> Desired:
@@ -52,11 +54,12 @@ def _wanted(declared: SpecSet | Desired) -> Desired:
 
 
 def plan_cluster(connection: Connection, declared: SpecSet | Desired, found: Mapping[str, str | None] | None = None,
-                 admin: Admin | None = None) -> LivePlan:
+                 admin: Admin | None = None, logins: Mapping[str, OwnLogin] | None = None) -> LivePlan:
     """Observe in bulk, check the declared users' passwords by logging in, and plan. `declared` is a spec set,
     or the slice of one a caller declares (`plan.live.Desired`: a Pulumi resource's). `found` holds the users'
     passwords when the caller has them (Pulumi secrets); by default they are read from the users' secret
-    references."""
+    references. `logins`: what else logs in as kraftform's own beside `connection`'s admin (a Connect cluster's
+    running workers: `runtime.connect_clusters.workers_logins`), never altered or deleted by the plan."""
     wanted = _wanted(declared)
     users = wanted.users
     found = passwords(users) if found is None else found
@@ -67,8 +70,10 @@ def plan_cluster(connection: Connection, declared: SpecSet | Desired, found: Map
     # After the observation, and only of the users that exist: the quick start's apply timed out one such login
     # when they ran beside it, for every declared user, on a loaded machine.
     state = check_passwords(connection, observation.state, users, found)
-    logins = {connection.username: "the admin this plan logs in as"} if connection.username else {}
-    plan = plan_against(wanted, state, logins)
+    own = dict(logins or {})
+    if connection.username:
+        own[connection.username] = OwnLogin("the admin this plan logs in as")
+    plan = plan_against(wanted, state, own)
     unchecked = sorted(u.name for u in users if found.get(u.name) is None and u.name in state.users)
     notes = list(plan.notes)
     if unchecked:
@@ -81,7 +86,7 @@ def plan_cluster(connection: Connection, declared: SpecSet | Desired, found: Map
               if c.kind is Kind.USER and c.action not in (Action.DELETE, Action.REFUSE)}
     problems = tuple(missing_password(u) for u in users if u.name in needed and found.get(u.name) is None)
     return LivePlan(dataclasses.replace(plan, notes=tuple(notes), problems=problems),
-                    dataclasses.replace(observation, state=state), found)
+                    dataclasses.replace(observation, state=state), found, dict(logins or {}))
 
 
 def lagging_brokers(connection: Connection, topics: Mapping[str, Action], admin: Admin | None = None) -> list[int]:
@@ -113,7 +118,7 @@ def apply_cluster(connection: Connection, declared: SpecSet | Desired, live: Liv
 
     def reported() -> LivePlan:
         nonlocal sent
-        seen.append(plan_cluster(connection, wanted, live.passwords, admin))
+        seen.append(plan_cluster(connection, wanted, live.passwords, admin, live.logins))
         remaining = len(seen[-1].plan.without_node_work().changes)
         if not remaining and topics:
             behind = lagging_brokers(connection, topics, admin)

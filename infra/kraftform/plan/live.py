@@ -128,28 +128,36 @@ def live_plan(specs: SpecSet, observed: ClusterState) -> Plan:
     return plan_against(desired_of(specs), observed)
 
 
-OWN_LOGIN = ("is a login kraftform itself uses ({why}): a plan never alters or deletes it, whatever the ownership "
-             "settings say (rule: own logins); change it by hand with kafka-configs, logged in as another admin, or "
-             "remove it from the specs")
+@dataclass(frozen=True)
+class OwnLogin:
+    """A login kraftform itself uses: why it is one, and what a user does to change it all the same."""
+
+    why: str
+    remedy: str = ("change it by hand with kafka-configs, logged in as another admin, or remove it from the "
+                   "specs")
 
 
-def own_logins(changes: list[Change], logins: Mapping[str, str], wanted: Desired) -> tuple[list[Change], list[str]]:
-    """The changes with those that would alter or remove a login kraftform uses (`logins`: user -> which login it
-    is) taken out: refused, naming the rule and the principal, when the declaration asks for them; left alone,
-    with a note, when only the ownership of every principal (`acl_principals: all`) brought them in. Without this
-    an admin named differently in the specs had its credential planned for deletion, and the next apply could
-    not log in."""
+def own_logins(changes: list[Change], logins: Mapping[str, OwnLogin],
+               wanted: Desired) -> tuple[list[Change], list[str]]:
+    """The changes with those that would alter or remove a login kraftform uses taken out: refused, naming the
+    rule and the principal, when the declaration asks for them; left alone, with a note, when only the ownership
+    of every principal (`acl_principals: all`) brought them in. Without this an admin named differently in the
+    specs had its credential planned for deletion, and the next apply could not log in; a Connect cluster's
+    running workers lost theirs to a rotation they had not been restarted for."""
     kept: list[Change] = []
     left: list[str] = []
     for change in changes:
         user = (change.resource if change.kind is Kind.USER else
                 change.resource.removeprefix("User:") if change.kind is Kind.ACL and change.action is Action.DELETE
                 and change.resource.startswith("User:") else None)
-        if user is None or user not in logins:
+        login = logins.get(user) if user is not None else None
+        if user is None or login is None:
             kept.append(change)
         elif user in wanted.state.users or f"User:{user}" in wanted.principals:
             kept.append(Change(Action.REFUSE, change.kind, change.resource, Safety.DESTRUCTIVE,
-                               f"{change.action} refused: User:{user} {OWN_LOGIN.format(why=logins[user])}",
+                               f"{change.action} refused: User:{user} is a login kraftform itself uses "
+                               f"({login.why}): a plan never alters or deletes it, whatever the ownership settings "
+                               f"say (rule: own logins); {login.remedy}",
                                change.key, change.current, change.desired))
         else:
             left.append(f"User:{user} {change.kind} ({change.action})")
@@ -158,7 +166,7 @@ def own_logins(changes: list[Change], logins: Mapping[str, str], wanted: Desired
     return kept, notes
 
 
-def plan_against(wanted: Desired, observed: ClusterState, logins: Mapping[str, str] | None = None) -> Plan:
+def plan_against(wanted: Desired, observed: ClusterState, logins: Mapping[str, OwnLogin] | None = None) -> Plan:
     """The changes that take the observed cluster to what `wanted` declares, touching only what it owns and never
     the `logins` kraftform uses (user -> which login it is)."""
     owns = wanted.owns
@@ -210,9 +218,9 @@ def anchor_changes(observed: ClusterState) -> list[Change]:
             for mechanism, name in sorted(SCRAM_ANCHORS.items()) if name not in observed.users]
 
 
-def _logins(wanted: Desired, logins: Mapping[str, str] | None) -> dict[str, str]:
+def _logins(wanted: Desired, logins: Mapping[str, OwnLogin] | None) -> dict[str, OwnLogin]:
     """The given logins, and the admin the cluster section names (the one the nodes make super user)."""
     found = dict(logins or {})
     if wanted.cluster is not None:
-        found.setdefault(wanted.cluster.security.admin_user, "the cluster's admin, security.admin_user")
+        found.setdefault(wanted.cluster.security.admin_user, OwnLogin("the cluster's admin, security.admin_user"))
     return found

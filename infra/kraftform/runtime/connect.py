@@ -67,6 +67,8 @@ LOGINS_DIR = "logins"
 LOGINS_APPLIED_FILE = "logins-applied.json"
 #: The names (never the values) of the variables the workers were started with.
 ENVIRONMENT_FILE = "environment-names.json"
+#: The user the workers log in to the cluster as (never its password): a plan leaves it alone while they run.
+LOGIN_FILE = "login.json"
 LOG_FILE = "worker.log"
 #: A worker's first start loads every plugin and joins the group: 20-40 s on 2 cores.
 START_TIMEOUT_S = 180.0
@@ -309,13 +311,15 @@ class ConnectWorkers:
             progress(f"{self.spec.name}: stopping worker {extra.index} (no longer declared) ...")
             self._stop(extra)
         self._save(records)
-        self.record_environment()
+        self.record_started(login)
         return records
 
-    def record_environment(self) -> None:
+    def record_started(self, login: Connection) -> None:
         """The variables the workers now run with: a connector declared later with another one is a problem in
-        the plan (`plan_connect`), not a login its validation fails in the plugin's words."""
+        the plan (`plan_connect`), not a login its validation fails in the plugin's words. And the user they log
+        in as: `kraftform plan` never alters or deletes it while they run (`connect_clusters.workers_logins`)."""
         write_atomic(self.dir / ENVIRONMENT_FILE, json.dumps(sorted(self.spec.environment_names)) + "\n")
+        write_atomic(self.dir / LOGIN_FILE, json.dumps({"user": login.username}) + "\n")
 
     def started_environment(self) -> frozenset[str] | None:
         """The connector variables the running workers were started with (None: started by an earlier kraftform,
@@ -348,18 +352,27 @@ class ConnectWorkers:
         return [r for r in self._records() if self._alive(r)]
 
 
+def running_pids(directory: Path) -> list[int]:
+    """The pids of the workers running from the Connect cluster files under `directory`, as its record names
+    them (no spec needed: a Connect cluster the specs no longer declare may still run)."""
+    try:
+        pids = [int(r["pid"]) for r in json.loads((directory / WORKERS_FILE).read_text())]
+    except (OSError, ValueError, TypeError, KeyError):
+        return []
+    return [pid for pid in pids if _worker_alive(pid, str(directory))]
+
+
 def stop_all(state_dir: Path, grace: float = 30.0) -> None:
     """Every Connect worker started beside the cluster in `state_dir`, whatever the specs now declare: before the
     cluster goes (`cluster down`, a test cluster's end, the sweep of one whose session was killed), so no worker
-    outlives the cluster it logs in to. SIGTERM first (a worker commits its offsets as it stops), SIGKILL after
-    `grace`."""
-    running: list[tuple[int, str]] = []
-    for workers in sorted((state_dir / "connect").glob(f"*/{WORKERS_FILE}")):
-        try:
-            pids = [int(r["pid"]) for r in json.loads(workers.read_text())]
-        except (OSError, ValueError, TypeError, KeyError):
-            continue
-        running += [(pid, str(workers.parent)) for pid in pids if _worker_alive(pid, str(workers.parent))]
+    outlives the cluster it logs in to."""
+    stop_recorded(sorted(w.parent for w in (state_dir / "connect").glob(f"*/{WORKERS_FILE}")), grace)
+
+
+def stop_recorded(directories: list[Path], grace: float = 30.0) -> int:
+    """The workers the records under `directories` name stopped, SIGTERM first (a worker commits its offsets as it
+    stops), SIGKILL after `grace`; how many there were."""
+    running = [(pid, str(directory)) for directory in directories for pid in running_pids(directory)]
     for pid, _ in running:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
@@ -370,3 +383,4 @@ def stop_all(state_dir: Path, grace: float = 30.0) -> None:
         if _worker_alive(pid, directory):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+    return len(running)

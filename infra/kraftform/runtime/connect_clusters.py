@@ -5,23 +5,39 @@ them). What `kraftform connect`, `kraftform status` and the pytest plugin call.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+from docker.errors import NotFound
+from docker.models.containers import Container
 
 from kraftform.cluster.connect import rest_port
 from kraftform.cluster.connection import Connection
-from kraftform.cluster.containers import network_bootstrap
+from kraftform.cluster.containers import LABEL_CLUSTER, network_bootstrap
 from kraftform.connect.rest import ConnectRest
 from kraftform.errors import ConnectionFailed, KafkaRequestFailed, UsageError
 from kraftform.monitoring.status import ConnectSeen
 from kraftform.plan.connectors import Logins
+from kraftform.plan.live import OwnLogin
 from kraftform.runtime import deployment as dep
-from kraftform.runtime.connect import START_TIMEOUT_S, ConnectWorkers, Progress, WorkerRecord, _read
-from kraftform.runtime.connect_containers import ConnectDeployment, DockerConnectWorkers
+from kraftform.runtime.connect import (
+    LOGIN_FILE,
+    START_TIMEOUT_S,
+    ConnectWorkers,
+    Progress,
+    WorkerRecord,
+    _read,
+    running_pids,
+    stop_recorded,
+)
+from kraftform.runtime.connect_containers import LABEL_CONNECT, ConnectDeployment, DockerConnectWorkers
 from kraftform.runtime.engine import docker_client
 from kraftform.specset.model import ConnectSpec, SpecSet
+from kraftform.statefiles import read_json
 
 
 class DockerStateWorkers(ConnectWorkers):
@@ -73,7 +89,7 @@ class DockerStateWorkers(ConnectWorkers):
                              f"{', '.join(unset)} (`kraftform passwords` lists them)")
         workers = self._docker(login.password, env, self._recorded_logins())
         workers.up(progress, timeout)
-        self.record_environment()
+        self.record_started(login)
         return self.running()
 
     def down(self, purge: bool = False) -> None:
@@ -91,6 +107,48 @@ def connect_workers(state_dir: Path, spec: ConnectSpec) -> ConnectWorkers:
     if dep.load(state_dir).runtime == "docker":
         return DockerStateWorkers(state_dir, spec)
     return ConnectWorkers(state_dir, spec)
+
+
+def _recorded_containers(state_dir: Path, name: str, running_only: bool) -> list[Container]:
+    """The worker containers of Connect cluster `name` beside the Docker-runtime cluster in `state_dir`, found by
+    their labels (no spec needed: one the specs no longer declare may still run)."""
+    filters: dict[str, Any] = {"label": [f"{LABEL_CLUSTER}={dep.load(state_dir).cluster_name}",
+                                         f"{LABEL_CONNECT}={name}"]}
+    if running_only:
+        filters["status"] = "running"
+    return list(docker_client().containers.list(all=not running_only, filters=filters))
+
+
+def workers_logins(state_dir: Path) -> dict[str, OwnLogin]:
+    """The users the Connect clusters running beside the cluster in `state_dir` log in as, whatever the specs now
+    declare of them (their `connect up` recorded each): a plan that rotated or deleted one would leave its workers
+    refused at their next connection, so it is refused until they are stopped."""
+    docker = dep.load(state_dir).runtime == "docker"
+    found: dict[str, OwnLogin] = {}
+    for record in sorted((state_dir / "connect").glob(f"*/{LOGIN_FILE}")):
+        name = record.parent.name
+        running = (len(_recorded_containers(state_dir, name, running_only=True)) if docker
+                   else len(running_pids(record.parent)))
+        if running:
+            user = str(read_json(record, f"Connect cluster {name}'s login")["user"])
+            found[user] = OwnLogin(
+                f"Connect cluster {name!r} logs in as it, {running} worker(s) running",
+                f"stop its workers first (`kraftform connect down SPECS_DIR --state-dir DIR --name {name}`), "
+                f"apply, then start them again (`kraftform connect up`)")
+    return found
+
+
+def stop_undeclared(state_dir: Path, name: str) -> int:
+    """`kraftform connect down --name NAME` for a Connect cluster the specs no longer declare but whose workers
+    still run: stopped by what its `connect up` recorded; how many workers there were."""
+    if dep.load(state_dir).runtime == "docker":
+        found = _recorded_containers(state_dir, name, running_only=False)
+        for container in found:
+            with contextlib.suppress(NotFound):
+                container.stop(timeout=30)
+                container.remove(force=True)
+        return len(found)
+    return stop_recorded([state_dir / "connect" / name])
 
 
 def observe(state_dir: Path, spec: ConnectSpec) -> ConnectSeen:

@@ -24,7 +24,13 @@ from kraftform.cluster.connect import WORKER_BASE_ENV
 from kraftform.connect.reconcile import STABLE_FOR_S
 from kraftform.connect.rest import ConnectRest
 from kraftform.declared import load_specs
+from kraftform.errors import PlanRefusedError
+from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.observe import acl_bindings
+from kraftform.kafka.reconcile import apply_cluster, plan_cluster
+from kraftform.plan.changes import Action, Kind
+from kraftform.runtime.connect_clusters import workers_logins
+from kraftform.testing.variant import for_tests
 
 from ..conftest import unique
 from .conftest import (
@@ -79,6 +85,26 @@ def test_connect_up_puts_no_password_on_a_command_line(connected: Connected) -> 
                "the database's (a connector secret)": os.environ[PG_PASSWORD_ENV],
                "the REST API's": made["rest_password"], "the key stores'": made["store_password"]}
     assert [who for who, secret in secrets.items() if any(secret in line for line in lines)] == []
+
+
+def test_a_plan_never_rotates_or_deletes_the_login_its_running_workers_hold(connected: Connected) -> None:
+    specs = for_tests(load_specs(connected.root), "fast", connected.cluster.name)
+    admin = connected.cluster.admin
+    logins = workers_logins(connected.cluster.state_dir)
+    assert set(logins) == {"orders-connect"}, logins
+    rotated = {**connected.cluster.passwords, "orders-connect": "not-what-the-workers-hold"}
+    live = plan_cluster(admin, specs, found=rotated, logins=logins)
+    [refused] = live.plan.refused
+    assert (refused.kind, refused.resource) == (Kind.USER, "orders-connect"), live.plan.changes
+    assert "Connect cluster 'orders-connect' logs in as it, 1 worker(s) running" in refused.reason
+    assert "rule: own logins" in refused.reason and "kraftform connect down" in refused.reason, refused.reason
+    with pytest.raises(PlanRefusedError):
+        apply_cluster(admin, specs, live, ApplyOptions(), lambda _line: None)
+    # Nothing was sent: the workers' password still logs in. Without the running workers' record the same plan
+    # rotates it under them, which the rule is there to stop.
+    assert plan_cluster(admin, specs, found=connected.cluster.passwords, logins=logins).plan.empty
+    assert (Action.UPDATE, Kind.USER, "orders-connect") in {
+        (c.action, c.kind, c.resource) for c in plan_cluster(admin, specs, found=rotated).plan.changes}
 
 
 def test_a_declared_plugin_loads_and_one_whose_checksum_differs_is_refused_before_any_worker_restarts(

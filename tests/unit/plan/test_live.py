@@ -10,7 +10,7 @@ from kraftform.declared import load_specs
 from kraftform.plan import Action, ClusterState, Kind, Plan, Safety, TopicState, UserState, state_of
 from kraftform.plan.brokers import declared_features, feature_changes
 from kraftform.plan.changes import Change, Credential, FeatureLevel
-from kraftform.plan.live import desired_of, live_plan, ownership_of, plan_against
+from kraftform.plan.live import OwnLogin, desired_of, live_plan, ownership_of, plan_against
 from kraftform.specset.model import SCRAM_ANCHORS, AclBinding, QuotaEntity, SpecSet
 
 from ...conftest import EXAMPLE_SPECS
@@ -147,7 +147,7 @@ def test_the_login_a_plan_applies_with_is_never_altered_or_deleted_whatever_the_
     observed = dataclasses.replace(observed, acls=observed.acls | {ops},
                                    users={**observed.users, "ops": UserState("ops", "SCRAM-SHA-512", 4096)})
     # Logged in as "ops", an admin the specs do not name: left alone under acl_principals: all, and said so.
-    logins = {"ops": "the admin this plan logs in as"}
+    logins = {"ops": OwnLogin("the admin this plan logs in as")}
     plan = plan_against(desired_of(everything), observed, logins)
     assert plan.empty, plan.changes
     assert any("rule: own logins" in n and "User:ops user (delete)" in n and "User:ops acl (delete)" in n
@@ -157,13 +157,46 @@ def test_the_login_a_plan_applies_with_is_never_altered_or_deleted_whatever_the_
         (Action.DELETE, Kind.USER, "ops"), (Action.DELETE, Kind.ACL, "User:ops")}
     # Declared with a password to rotate, the login is refused, naming the rule and the principal.
     declared = specs.users[0]
-    mine = {declared.name: "the admin this plan logs in as"}
+    mine = {declared.name: OwnLogin("the admin this plan logs in as")}
     rotated = dataclasses.replace(observed, users={
         **observed.users, declared.name: dataclasses.replace(observed.users[declared.name], password_ok=False)})
     [change] = plan_against(desired_of(specs), rotated, mine).changes
     assert change.action is Action.REFUSE and change.kind is Kind.USER and change.resource == declared.name
     assert f"update refused: User:{declared.name} is a login kraftform itself uses" in change.reason
     assert "rule: own logins" in change.reason
+
+
+def test_a_running_connect_clusters_login_is_refused_with_the_steps_that_change_it(specs: SpecSet) -> None:
+    declared = specs.users[0]
+    workers = {declared.name: OwnLogin("Connect cluster 'cdc' logs in as it, 2 worker(s) running",
+                                       "stop its workers first (`kraftform connect down ...`)")}
+    rotated = applied(specs)
+    rotated = dataclasses.replace(rotated, users={
+        **rotated.users, declared.name: dataclasses.replace(rotated.users[declared.name], password_ok=False)})
+    [change] = plan_against(desired_of(specs), rotated, workers).changes
+    assert change.action is Action.REFUSE and change.resource == declared.name
+    assert "Connect cluster 'cdc' logs in as it, 2 worker(s) running" in change.reason
+    assert change.reason.endswith("stop its workers first (`kraftform connect down ...`)")
+    # Once no longer declared (the Connect cluster and its user gone from the specs, its workers still running),
+    # the user and its grants are left alone, and said so, instead of deleted under the workers by the ownership
+    # of every principal.
+    principal = f"User:{declared.name}"
+    everything = dataclasses.replace(specs.cluster, managed_scope=dataclasses.replace(
+        specs.cluster.managed_scope, acl_principals="all"))
+    gone = dataclasses.replace(specs, cluster=everything,
+                               users=tuple(u for u in specs.users if u.name != declared.name),
+                               acls=tuple(a for a in specs.acls if a.principal != principal),
+                               principals=tuple(p for p in specs.principals if p.name != principal),
+                               quotas=tuple(q for q in specs.quotas if q.entity.user != declared.name))
+    assert principal not in desired_of(gone).principals
+    plan = plan_against(desired_of(gone), applied(specs), workers)
+    logins = {Kind.USER: declared.name, Kind.ACL: principal}  # a quota is no login: lifted as declared
+    assert not [c for c in plan.changes if logins.get(c.kind) == c.resource], plan.changes
+    assert any("rule: own logins" in n and f"{principal} user (delete)" in n and f"{principal} acl (delete)" in n
+               for n in plan.notes)
+    assert {(Action.DELETE, Kind.USER), (Action.DELETE, Kind.ACL)} <= {
+        (c.action, c.kind) for c in plan_against(desired_of(gone), applied(specs)).changes
+        if logins.get(c.kind) == c.resource}
 
 
 def test_a_password_that_no_longer_logs_in_is_set_again(specs: SpecSet) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kraftform.specset import cache
-from kraftform.specset.files import spec_files
+from kraftform.specset.files import input_files
 from kraftform.specset.model import SpecSet
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def load_specs(specs_dir: str | Path) -> SpecSet:
 
         return loader.load_specs(root, more=(check_consumers,))
 
-    return cache.cached(root, spec_files(root), validated) if root.is_dir() else validated()
+    return cache.cached(root, input_files(root), validated) if root.is_dir() else validated()
 
 
 def diff_specs(base: SpecSet, head: SpecSet) -> Plan:

@@ -57,3 +57,12 @@ KCAT_SUITE = "trixie"
 #: spark-sql-kafka-0-10_2.13:4.3.0 is not on Maven Central (checked 2026-11-23).
 SPARK_VERSION = "4.2.0"
 SCALA_BINARY = "2.13"
+
+#: The schema registry kraftform runs (`registry_app.py`): Apicurio Registry, built as a Quarkus application around
+#: its app jar from Maven Central. 2.1.5.Final is the newest whose every artifact Central serves here: 2.2.1 to
+#: 2.6.13 need modules it does not serve, 3.x's parent POM or sibling modules are missing (../shared/
+#: schema-registry.md, checked 2026-11-27). Quarkus is the version 2.1.5's BOM pins; everit's JSON Schema library
+#: replaces the JitPack artifact the app jar names (same library, Central coordinates).
+REGISTRY_VERSION = "2.1.5.Final"
+REGISTRY_QUARKUS_VERSION = "2.2.3.Final"
+REGISTRY_EVERIT_JSON_SCHEMA = "1.14.0"

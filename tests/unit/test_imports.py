@@ -126,8 +126,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"specset"}),
     frozenset({"cluster", "lint"}),
     # `monitoring` judges what is seen against the specs, Connect's connectors as the plan models them included.
-    frozenset({"artifacts", "plan", "monitoring"}),
-    frozenset({"kafka", "connect"}),
+    frozenset({"artifacts", "registry_app", "plan", "monitoring"}),
+    frozenset({"kafka", "connect", "registry"}),
     frozenset({"spark"}),
     frozenset({"sizing", "declared"}),
     frozenset({"runtime"}),

@@ -19,6 +19,7 @@ from kraftform.cli import (
     monitoring_commands,
     postgres_commands,
     reconcile_commands,
+    registry_commands,
     secret_commands,
     spec_commands,
     verify_commands,
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     group_commands.register(sub)
     connect_commands.register(sub)
     postgres_commands.register(sub)
+    registry_commands.register(sub)
     verify_commands.register(sub)
     # `verify` runs other commands in its own process, as a user would run them; handing it this entry point
     # keeps the command modules from importing their own package.

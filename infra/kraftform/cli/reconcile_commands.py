@@ -19,13 +19,14 @@ from kraftform.declared import load_specs
 from kraftform.errors import ClusterUnhealthy, PlanRefusedError, UsageError
 from kraftform.kafka.apply import ApplyOptions, check_applicable
 from kraftform.kafka.reconcile import LivePlan, apply_cluster, plan_cluster
-from kraftform.plan.changes import Plan, Safety
+from kraftform.plan.changes import Change, Kind, Plan, Safety
 from kraftform.plan.nodes import Step, unprotected_note
 from kraftform.plan.render import RENDERERS, render_text, summary
 from kraftform.specset.model import ClusterSpec, Security, SpecSet, named_groups
 from kraftform.units import parse_rate
 
 if TYPE_CHECKING:  # the runtimes (Docker, certificates) load only for a --state-dir plan or apply
+    from kraftform.registry.rest import RegistryRest
     from kraftform.runtime.rolling import ClusterWork, Nodes
 
 COMMAND_CONFIG_HELP = ("client properties of an admin (super) user: the admin.properties written by "
@@ -71,13 +72,18 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=cmd_import)
 
 
-def _planned(connection: Connection, specs: SpecSet) -> LivePlan:
-    """The live plan; what was read and what it cost go to stderr, so stdout stays the plan (a PR comment,
-    JSON)."""
+def _planned(connection: Connection, specs: SpecSet, state_dir: Path | None = None) -> LivePlan:
+    """The live plan, never changing the logins of Connect workers running beside a `state_dir` cluster; what was
+    read and what it cost go to stderr, so stdout stays the plan (a PR comment, JSON)."""
     started = time.monotonic()
     # kafka-python (0.2 s of imports, for quotas and feature levels) loads while the first requests are in flight.
     threading.Thread(target=importlib.import_module, args=("kraftform.kafka.kafka_python",), daemon=True).start()
-    live = plan_cluster(connection, specs)
+    logins = None
+    if state_dir is not None:
+        from kraftform.runtime.connect_clusters import workers_logins
+
+        logins = workers_logins(state_dir)
+    live = plan_cluster(connection, specs, logins=logins)
     state, requests = live.observation.state, live.observation.requests
     print(f"observed {len(state.topics)} topics, {len(state.acls)} ACL bindings, {len(state.quotas)} quota "
           f"entities, {len(state.users)} users with {requests.total()} Admin requests ({requests}) "
@@ -95,6 +101,12 @@ class Target:
     plan: Plan
     runtime: Nodes | None = None
     work: ClusterWork | None = None
+    #: The schema registry the specs' subjects go to (None: the specs declare none, or it cannot be reached here).
+    registry: RegistryRest | None = None
+
+    @property
+    def subjects(self) -> list[Change]:
+        return [c for c in self.plan.changes if c.kind is Kind.SUBJECT]
 
 
 def unobservable(cluster: ClusterSpec) -> str:
@@ -126,25 +138,45 @@ def _throttle(args: argparse.Namespace) -> int:
         raise UsageError(f"--throttle {given!r}: {exc}") from None
 
 
+def _with_subjects(target: Target, specs: SpecSet, state_dir: Path | None) -> Target:
+    """The target with the subjects' changes in its plan, when the specs declare a registry. With --command-config
+    and the registry kraftform runs (found by the state directory), a note says the subjects were not planned."""
+    if specs.registry is None:
+        return target
+    if specs.registry.url is None and state_dir is None:
+        note = ("schemas not planned: the registry kraftform runs is found through --state-dir (give `registry.url` "
+                "for one that runs elsewhere)")
+        return dataclasses.replace(target, plan=dataclasses.replace(target.plan, notes=(*target.plan.notes, note)))
+    from kraftform.plan.live import ownership_of
+    from kraftform.registry.reconcile import plan_subjects
+    from kraftform.runtime.registry import registry_client
+
+    rest = registry_client(specs, state_dir)
+    subjects = plan_subjects(rest, specs, ownership_of(specs).topic)
+    plan = dataclasses.replace(target.plan, changes=tuple(sorted([*target.plan.changes, *subjects],
+                                                                 key=Change.sort_key)))
+    return dataclasses.replace(target, plan=plan, registry=rest)
+
+
 def _target(args: argparse.Namespace, specs: SpecSet) -> Target:
     if args.state_dir is None:
         connection = read_connection(args.command_config)
         live = _planned(connection, specs)
         unseen = unobservable(specs.cluster)
         plan = dataclasses.replace(live.plan, notes=(*live.plan.notes, unseen)) if unseen else live.plan
-        return Target(connection, live, plan)
+        return _with_subjects(Target(connection, live, plan), specs, None)
     from kraftform.runtime import runtime_of
     from kraftform.runtime.deployment import admin_config
     from kraftform.runtime.rolling import cluster_work
 
     connection, runtime = admin_config(args.state_dir), cast("Nodes", runtime_of(args.state_dir))
-    live = _planned(connection, specs)
+    live = _planned(connection, specs, args.state_dir)
     work = cluster_work(runtime, specs.cluster, connection, _throttle(args))
     plan = live.plan.with_node_work(work.changes(specs.cluster))
     rolls_brokers = any(s.step is Step.RESTART and s.node.is_broker for s in work.steps)
     unsafe = unprotected_note(live.observation.state) if rolls_brokers else ""
     plan = dataclasses.replace(plan, notes=(*plan.notes, unsafe)) if unsafe else plan
-    return Target(connection, live, plan, runtime, work)
+    return _with_subjects(Target(connection, live, plan, runtime, work), specs, args.state_dir)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -204,6 +236,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if plan.empty:
         return 0
     options = ApplyOptions(allow_destructive=args.allow_destructive, throttle_bytes_per_s=throttle)
+    if target.subjects:
+        from kraftform.registry.reconcile import check_subjects
+
+        check_subjects(target.subjects, args.allow_destructive)
     if target.work is not None:  # node work comes first: everything must be allowed before it starts
         destructive = [c for c in plan.node_work if c.safety is Safety.DESTRUCTIVE]
         if destructive and not args.allow_destructive:
@@ -214,8 +250,12 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if not confirmed(plan, args.auto_approve):
         return 1
     if target.runtime is not None and target.work is not None:
-        return _apply_with_nodes(args, specs, target, options)
+        code = _apply_with_nodes(args, specs, target, options)
+        _apply_subjects(specs, target, args.allow_destructive)
+        print(f"Applied {summary(target.plan)}; the cluster now matches the specs.")
+        return code
     after = apply_cluster(target.connection, specs, target.live, options, _progress)
+    _apply_subjects(specs, target, args.allow_destructive)
     node_work = after.plan.node_work
     unseen = unobservable(specs.cluster)
     if unseen:
@@ -247,15 +287,28 @@ def _apply_with_nodes(args: argparse.Namespace, specs: SpecSet, target: Target, 
                               throttle_bytes_per_s=options.throttle_bytes_per_s,
                               purge_removed=args.allow_destructive), _progress)
     connection = admin_config(args.state_dir)  # the client files list the brokers that run now
-    live = _planned(connection, specs)
+    live = _planned(connection, specs, args.state_dir)
     if not live.plan.without_node_work().empty:
         apply_cluster(connection, specs, live, options, _progress)
     left = cluster_work(target.runtime, specs.cluster, connection)
     if left.to_do or left.refused:
         raise ClusterUnhealthy("the cluster's nodes still differ from the specs after apply:\n" +
                                render_text(Plan.of(left.changes(specs.cluster))))
-    print(f"Applied {summary(target.plan)}; the cluster now matches the specs.")
     return 0
+
+
+def _apply_subjects(specs: SpecSet, target: Target, allow_destructive: bool) -> None:
+    """The subjects' changes, once the topics are there; then the registry read again: nothing may be left."""
+    if target.registry is None or not target.subjects:
+        return
+    from kraftform.plan.live import ownership_of
+    from kraftform.registry.reconcile import apply_subjects, plan_subjects
+
+    apply_subjects(target.registry, target.subjects, allow_destructive, _progress)
+    left = plan_subjects(target.registry, specs, ownership_of(specs).topic)
+    if left:
+        raise ClusterUnhealthy("the schema registry still differs from the specs after apply:\n" +
+                               render_text(Plan.of(left)))
 
 
 def cmd_import(args: argparse.Namespace) -> int:

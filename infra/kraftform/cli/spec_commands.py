@@ -79,6 +79,7 @@ def describe(specs: SpecSet, where: str) -> str:
             f"{len(specs.profiles)} profiles" + (
                 f", {len(specs.connect)} Connect clusters ({sum(c.workers for c in specs.connect)} workers, "
                 f"{sum(len(c.connectors) for c in specs.connect)} connectors)" if specs.connect else "") +
+            (f", {len(specs.subjects)} schema subjects" if specs.registry is not None else "") +
             f", from {len(specs.files)} files")
 
 

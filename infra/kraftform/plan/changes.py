@@ -47,6 +47,7 @@ class Kind(StrEnum):
     USER = "user"
     TOPIC = "topic"
     TOPIC_CONFIG = "topic_config"
+    SUBJECT = "subject"  # a schema registry subject: its versions and its compatibility level
     PARTITIONS = "partitions"
     REPLICATION = "replication"
     ACL = "acl"
@@ -155,8 +156,19 @@ class ConnectorOffset:
     offset: str | None
 
 
+@dataclass(frozen=True)
+class SubjectWork:
+    """What the schema registry is asked for one subject: its compatibility level set first (None: left as it is),
+    then `schema` registered as its next version, or (`delete`) the whole subject deleted."""
+
+    compatibility: str | None = None
+    schema: str | None = None
+    schema_type: str = "AVRO"
+    delete: bool = False
+
+
 Payload = (NewTopic | ConfigValue | BrokerSetting | FeatureLevel | PartitionCount | Reassignment | AclBinding
-           | QuotaValue | Credential | GroupOffset | NodeStep | ConnectorWork | ConnectorOffset
+           | QuotaValue | Credential | GroupOffset | NodeStep | ConnectorWork | ConnectorOffset | SubjectWork
            | None)
 
 

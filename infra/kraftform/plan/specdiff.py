@@ -7,11 +7,13 @@ shape, profiles) is compared here, and the streaming consumers in `spark.diff`.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
 from kraftform.definitions.server_configs import definition
+from kraftform.plan.avro_compat import incompatibilities
 from kraftform.plan.changes import Action, Change, Kind, Plan, Safety
 from kraftform.plan.connectors import connector_changes, declared_as_live
 from kraftform.plan.diff import diff_states
@@ -24,6 +26,7 @@ from kraftform.plan.placement import (
     kafka_layout,
 )
 from kraftform.plan.state import state_of
+from kraftform.plan.subjects import level_change_safety, same_schema
 from kraftform.specset.checks import IRREVERSIBLE_FEATURES
 from kraftform.specset.model import ClusterSpec, SpecSet
 from kraftform.specset.profiles import SECTIONS
@@ -156,8 +159,58 @@ def diff_specsets(base: SpecSet, head: SpecSet) -> Plan:
         moves = node_change_moves(base, head)
         cluster = [dataclasses.replace(c, reason=f"{c.reason}; {moves}") if c.key == "brokers" else c
                    for c in cluster]
-    return Plan.of([*kafka.changes, *groups, *cluster, *_profiles(base, head), *_connect(base, head)],
-                   subject="diff")
+    return Plan.of([*kafka.changes, *groups, *cluster, *_profiles(base, head), *_connect(base, head),
+                    *subject_diff(base, head)], subject="diff")
+
+
+def subject_diff(base: SpecSet, head: SpecSet) -> list[Change]:
+    """The registry's subjects between two revisions, classed without a registry (`plan.avro_compat`): a new
+    version its level lets readers read is safe, one it does not destructive (the registry will refuse it, or with
+    NONE take it and break readers); a level loosened disruptive, turned off (NONE) destructive; a subject no
+    longer declared destructive (a live plan deletes it from the registry)."""
+    before, after = {s.name: s for s in base.subjects}, {s.name: s for s in head.subjects}
+    changes: list[Change] = []
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name), after.get(name)
+        if a is None or b is None:
+            gone = b is None
+            spec = a if b is None else b
+            assert spec is not None
+            changes.append(Change(Action.DELETE if gone else Action.CREATE, Kind.SUBJECT, name,
+                                  Safety.DESTRUCTIVE if gone else Safety.SAFE,
+                                  f"the {spec.part} schema of topic {spec.topic!r} is no longer declared: its "
+                                  f"versions leave the registry" if gone else
+                                  f"the {spec.part} schema of topic {spec.topic!r}, compatibility "
+                                  f"{spec.compatibility}", "schema", a.file if a else None, b.file if b else None))
+            continue
+        if a.compatibility != b.compatibility:
+            safety = level_change_safety(a.compatibility, b.compatibility)
+            changes.append(Change(Action.UPDATE, Kind.SUBJECT, name, safety,
+                                  "the check turned off" if b.compatibility == "NONE" else
+                                  "loosened: fewer versions are refused" if safety is Safety.DISRUPTIVE else
+                                  "tightened: more versions are refused", "compatibility", a.compatibility,
+                                  b.compatibility))
+        if same_schema(a.schema, b.schema):
+            continue
+        if a.schema_type != "AVRO" or b.schema_type != "AVRO":
+            changes.append(Change(Action.UPDATE, Kind.SUBJECT, name, Safety.DISRUPTIVE,
+                                  f"a new {b.schema_type} schema version: the registry checks it under "
+                                  f"{b.compatibility} at plan time", "schema", a.file, b.file))
+            continue
+        found = incompatibilities(b.compatibility, json.loads(a.schema), json.loads(b.schema))
+        readers = incompatibilities("FULL", json.loads(a.schema), json.loads(b.schema))
+        if found:
+            safety, reason = Safety.DESTRUCTIVE, (f"incompatible under {b.compatibility}, the registry will refuse "
+                                                 f"it: {'; '.join(found)}")
+        elif readers and b.compatibility == "NONE":
+            safety, reason = Safety.DESTRUCTIVE, f"with the check off, readers break: {'; '.join(readers)}"
+        elif readers:
+            safety, reason = Safety.DISRUPTIVE, (f"allowed by {b.compatibility} but not both ways (upgrade the "
+                                                 f"other side first): {'; '.join(readers)}")
+        else:
+            safety, reason = Safety.SAFE, "a new version compatible both ways"
+        changes.append(Change(Action.UPDATE, Kind.SUBJECT, name, safety, reason, "schema", a.file, b.file))
+    return changes
 
 
 def _connect(base: SpecSet, head: SpecSet) -> list[Change]:

@@ -114,13 +114,20 @@ def reset_names(value: str | None) -> frozenset[str]:
 
 
 def load(specs_dir: Path) -> SpecSet:
-    """The specs, or a RunError with the same located messages as `kraftform validate`."""
+    """The specs, or a RunError with the same located messages as `kraftform validate`. A schema registry is
+    refused at its place: subjects are not resources of the stack yet, and a declared schema left out would be a
+    change silently ignored."""
     try:
-        return load_specs(specs_dir)
+        specs = load_specs(specs_dir)
     except SpecError as exc:
         raise pulumi.RunError("invalid specs:\n" + "\n".join(str(p) for p in exc.problems)) from None
     except KraftformError as exc:
         raise pulumi.RunError(str(exc)) from None
+    if specs.registry is not None:
+        raise pulumi.RunError(f"{specs.registry.location}: the schema registry and the topics' schemas are not "
+                              f"managed by `pulumi up` yet; nothing was deployed. Run them with `kraftform registry "
+                              f"up` and `kraftform apply`, or leave the `registry` section out of the stack's specs")
+    return specs
 
 
 def user_passwords(users: Sequence[UserSpec]) -> dict[str, pulumi.Output[str]]:

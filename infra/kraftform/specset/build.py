@@ -11,6 +11,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 from kraftform.definitions.group_configs import check_group_setting
@@ -40,12 +41,14 @@ from kraftform.specset.model import (
     Profile,
     QuotaEntity,
     QuotaSpec,
+    RegistrySpec,
     SecretRef,
     Security,
     Settings,
     SinkSpec,
     SparkSpec,
     SpecSet,
+    SubjectSpec,
     TopicSpec,
     UserSpec,
     ValueFormat,
@@ -53,6 +56,7 @@ from kraftform.specset.model import (
 )
 from kraftform.specset.partial import SET_ASIDE
 from kraftform.specset.profiles import BUILTIN_PROFILES, merge_profile
+from kraftform.specset.schemas import parse_schema_file, subject_name
 from kraftform.specset.yamlsource import JsonPath, SourceDoc
 from kraftform.units import parse_duration_ms, parse_rate, parse_size
 from kraftform.versions import KAFKA_VERSION
@@ -370,6 +374,63 @@ class Builder:
         return QuotaSpec(entity, values, entry.at())
 
 
+def _registry(b: Builder, docs: list[SourceDoc]) -> RegistrySpec | None:
+    found = list(entries(docs, "registry"))
+    for extra in found[1:]:
+        b.problems.append(Problem(extra.at(), f"a second `registry` section (the first is at {found[0].at()})"))
+    if not found:
+        return None
+    entry, d = found[0], found[0].data
+    heap = None if "heap" not in d else b._convert(parse_size, d["heap"], entry.at("heap"))
+    return RegistrySpec(d.get("port", RegistrySpec.port), d.get("url"),
+                        d.get("compatibility", RegistrySpec.compatibility), d.get("username"),
+                        _secret(d["password"]) if "password" in d else None,
+                        RegistrySpec.heap_bytes if heap is None else heap, entry.at())
+
+
+def _subjects(b: Builder, entry: Entry, registry: RegistrySpec | None) -> list[SubjectSpec]:
+    """The subjects a topic entry's `schemas` declare, each schema file read and checked (`specset.schemas`)."""
+    declared = entry.data.get("schemas")
+    if not declared:
+        return []
+    if registry is None:
+        b.problems.append(Problem(entry.at("schemas"), "schemas are declared but no `registry` section says where "
+                                                       "they go (`registry: {}` runs one beside the cluster)"))
+        return []
+    naming = declared.get("naming", "topic")
+    out: list[SubjectSpec] = []
+    for part in ("key", "value"):
+        if part not in declared:
+            continue
+        given = declared[part]
+        d = {"file": given} if isinstance(given, str) else given
+        where = entry.at("schemas", part) if isinstance(given, str) else entry.at("schemas", part, "file")
+        relative = Path(d["file"])
+        if relative.is_absolute() or ".." in relative.parts:
+            b.problems.append(Problem(where, f"schema file {d['file']!r} must lie below the spec file's directory "
+                                             f"(what is reviewed and versioned with the specs)"))
+            continue
+        path = Path(entry.doc.file).parent / relative
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            b.problems.append(Problem(where, f"cannot read schema file {d['file']!r}: {exc}"))
+            continue
+        kind = cast(Any, d.get("type", "avro").upper())
+        parsed, problems = parse_schema_file(text, str(path), kind)
+        b.problems.extend(problems)
+        if parsed is None:
+            continue
+        name = subject_name(entry.data["name"], cast(Any, part), naming, parsed.record_name)
+        if name is None:
+            b.problems.append(Problem(entry.at("schemas", "naming"), f"naming {naming!r} names a subject after its "
+                                      f"record, and {d['file']!r} is not an Avro record"))
+            continue
+        out.append(SubjectSpec(name, entry.data["name"], cast(Any, part), parsed.text, kind,
+                               d.get("compatibility", registry.compatibility), d["file"], where))
+    return out
+
+
 def build_specset(docs: list[SourceDoc]) -> tuple[SpecSet | None, list[Problem]]:
     """The model of schema-valid documents, or the problems that prevent building it."""
     b = Builder()
@@ -395,6 +456,8 @@ def build_specset(docs: list[SourceDoc]) -> tuple[SpecSet | None, list[Problem]]
                   for e in entries(docs, "users"))
     mechanisms = {u.name: u.mechanism for u in users}
     connect = tuple(b.connect(e, cluster, mechanisms) for e in entries(docs, "connect"))
+    registry = _registry(b, docs)
+    subjects = tuple(s for e in entries(docs, "topics") for s in _subjects(b, e, registry))
     specset = SpecSet(
         cluster=cluster,
         topics=tuple(b.topic(e, cluster, profiles) for e in entries(docs, "topics")) +
@@ -410,6 +473,8 @@ def build_specset(docs: list[SourceDoc]) -> tuple[SpecSet | None, list[Problem]]
         files=tuple(d.file for d in docs),
         groups=groups,
         connect=connect,
+        registry=registry,
+        subjects=subjects,
     )
     return specset, b.problems
 

@@ -550,6 +550,52 @@ class ConnectSpec:
         return tuple(AclSpec(user, "topic", t, ("write", "describe"), location=c.location) for t in c.topics)
 
 
+#: The registry's compatibility levels (Confluent's names, which Apicurio's compatible API takes too), from the
+#: strictest to the loosest as a change of level reads: a move right loosens the check.
+COMPATIBILITY_LEVELS = ("FULL_TRANSITIVE", "FULL", "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "BACKWARD",
+                        "FORWARD", "NONE")
+SchemaType = Literal["AVRO", "JSON"]
+#: How a topic's schemas are named in the registry (Confluent's subject name strategies).
+SubjectNaming = Literal["topic", "record", "topic_record"]
+
+
+@dataclass(frozen=True)
+class SubjectSpec:
+    """One subject of the schema registry, as a topic declares it: the schema of its keys or values, read from the
+    file beside the specs, and the compatibility level the registry checks new versions against."""
+
+    name: str
+    topic: str
+    part: Literal["key", "value"]
+    #: The schema as the file holds it, compacted (the registry compares schemas, not their layout).
+    schema: str
+    schema_type: SchemaType = "AVRO"
+    compatibility: str = "BACKWARD"
+    #: The schema file, as the spec names it (relative to the spec file's directory).
+    file: str = ""
+    location: Location = _loc()
+
+
+@dataclass(frozen=True)
+class RegistrySpec:
+    """The schema registry the subjects go to: one kraftform runs beside the cluster (Apicurio Registry, built
+    from Maven Central: `registry_app.py`), or, with `url`, one a team already runs."""
+
+    port: int = 18081
+    url: str | None = None
+    #: The level of subjects that do not name one. Set on each subject explicitly: Apicurio's own default is NONE.
+    compatibility: str = "BACKWARD"
+    #: An external registry's HTTP basic authentication (a user and its secret), when it asks for one.
+    username: str | None = None
+    password: SecretRef | None = None
+    heap_bytes: int = 256 * 1024 * 1024
+    location: Location = _loc()
+
+    @property
+    def external(self) -> bool:
+        return self.url is not None
+
+
 @dataclass(frozen=True)
 class SpecSet:
     """Everything one spec directory declares, with profiles resolved (built-ins included)."""
@@ -565,6 +611,8 @@ class SpecSet:
     files: tuple[str, ...] = ()
     groups: tuple[GroupSpec, ...] = ()
     connect: tuple[ConnectSpec, ...] = ()
+    registry: RegistrySpec | None = None
+    subjects: tuple[SubjectSpec, ...] = ()
 
     def topic(self, name: str) -> TopicSpec | None:
         return next((t for t in self.topics if t.name == name), None)

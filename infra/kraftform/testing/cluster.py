@@ -57,6 +57,7 @@ def sweep(base: Path) -> list[str]:
     from kraftform.runtime import runtime_of
     from kraftform.runtime.connect import stop_all
     from kraftform.runtime.deployment import STATE_FILE
+    from kraftform.runtime.registry import stop_registry
 
     removed = []
     for directory in sorted(base.glob("*")) if base.is_dir() else []:
@@ -64,6 +65,7 @@ def sweep(base: Path) -> list[str]:
         if not directory.is_dir() or not is_cluster or _owner_alive(directory):
             continue
         stop_all(directory)
+        stop_registry(directory)
         if (directory / STATE_FILE).is_file():
             with contextlib.suppress(Exception):  # whatever is left of it: the directory goes regardless
                 runtime_of(directory).down(purge=True)
@@ -209,8 +211,10 @@ def ephemeral_cluster(specs_dir: str | Path, topology: Topology = "faithful", ru
         yield EphemeralCluster(specs, state, runtime, passwords)
     finally:
         from kraftform.runtime.connect import stop_all
+        from kraftform.runtime.registry import stop_registry
 
         stop_all(state)  # Connect workers a test started (`kafka_connect`), before the cluster they log in to
+        stop_registry(state)
         with contextlib.suppress(Exception):
             engine.down(purge=True)
         shutil.rmtree(state, ignore_errors=True)

@@ -2,19 +2,23 @@
 
 No registry image or distribution can be pulled here, and Confluent's registry is not on Maven Central. Apicurio
 publishes its application jar there; a Quarkus build around it (`quarkus-maven-plugin`'s `build` goal) makes a
-runnable application, cached once per version like Kafka's jars (`artifacts.py`). Three things the build needs
-that are not obvious, each found by a build that failed or served nothing:
+runnable application, cached once per version and build like Kafka's jars (`artifacts.py`). What the build needs
+that is not obvious, each found by a build that failed, served nothing or let anyone write:
 
 - the app jar depends on everit's JSON Schema library from JitPack (not reachable): excluded, and the same
   library's Central coordinates added;
 - the app jar carries no Jandex index: without `quarkus.index-dependency` naming it, the build succeeds and every
   API answers 404;
 - the app jar's own `%prod.quarkus.package.type=legacy-jar` wins over a POM property: the package type goes on
-  the command line.
+  the command line;
+- Apicurio 2.x authorizes nothing without an OIDC server: kraftform's `java/CertificateRoles.java` gives a client
+  certificate's holder the reader role, and kraftform's own the writer role, which the build's HTTP permissions
+  require of writes (`APPLICATION_PROPERTIES` says which settings that takes).
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -29,9 +33,28 @@ MAVEN_SETTINGS = """<settings><mirrors><mirror><id>central-only</id><mirrorOf>*<
 <url>https://repo.maven.apache.org/maven2</url></mirror></mirrors></settings>
 """
 
+#: kraftform's own Java in the application: the roles a client certificate gives (`CertificateRoles.java`).
+JAVA_SOURCES = Path(__file__).parent / "java"
+
 APPLICATION_PROPERTIES = """\
 quarkus.index-dependency.registry-app.group-id=io.apicurio
 quarkus.index-dependency.registry-app.artifact-id=apicurio-registry-app
+# Build-time: Quarkus installs its client-certificate authentication only when the build asks for client certificates
+# (at run time alone the handshake demands one, but every request stays anonymous to the permissions below).
+quarkus.http.ssl.client-auth=required
+# Apicurio's own authentication mechanism (OIDC, off without a Keycloak) would stand in for the certificate's and
+# answer a denied request with a challenge it cannot make (a NullPointerException, the request left hanging):
+# certificates are the only authentication here.
+quarkus.arc.exclude-types=io.apicurio.registry.services.auth.CustomAuthenticationMechanism
+# Every certificate from the cluster's CA reads; writes need the writer role (CertificateRoles.java).
+quarkus.http.auth.permission.read.paths=/*
+quarkus.http.auth.permission.read.methods=GET,HEAD,OPTIONS
+quarkus.http.auth.permission.read.policy=readers
+quarkus.http.auth.policy.readers.roles-allowed=reader
+quarkus.http.auth.permission.write.paths=/*
+quarkus.http.auth.permission.write.methods=POST,PUT,PATCH,DELETE
+quarkus.http.auth.permission.write.policy=writers
+quarkus.http.auth.policy.writers.roles-allowed=writer
 """
 
 
@@ -45,7 +68,8 @@ def render_build_pom(version: str = REGISTRY_VERSION) -> str:
   <artifactId>kraftform-registry</artifactId>
   <version>{version}</version>
   <properties>
-    <maven.compiler.release>17</maven.compiler.release>
+    <maven.compiler.source>17</maven.compiler.source>
+    <maven.compiler.target>17</maven.compiler.target>
     <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
   </properties>
   <dependencyManagement>
@@ -73,8 +97,18 @@ def render_build_pom(version: str = REGISTRY_VERSION) -> str:
 """
 
 
+def _build_digest(version: str) -> str:
+    """What the build is made of (its pom, settings, properties and kraftform's Java): a build kept in the cache
+    is used only by the kraftform that would make the same one."""
+    digest = hashlib.sha256()
+    for part in (render_build_pom(version), MAVEN_SETTINGS, APPLICATION_PROPERTIES,
+                 *(p.read_text() for p in sorted(JAVA_SOURCES.glob("*.java")))):
+        digest.update(part.encode() + b"\0")
+    return digest.hexdigest()[:12]
+
+
 def registry_home(version: str = REGISTRY_VERSION) -> Path:
-    return cache_root() / f"apicurio-registry-{version}"
+    return cache_root() / f"apicurio-registry-{version}-{_build_digest(version)}"
 
 
 def registry_jar(version: str = REGISTRY_VERSION) -> Path:
@@ -96,6 +130,10 @@ def ensure_registry(version: str = REGISTRY_VERSION) -> Path:
     resources = staging / "src" / "main" / "resources"
     resources.mkdir(parents=True)
     (resources / "application.properties").write_text(APPLICATION_PROPERTIES)
+    sources = staging / "src" / "main" / "java" / "dev" / "kraftform" / "registry"
+    sources.mkdir(parents=True)
+    for source in JAVA_SOURCES.glob("*.java"):
+        shutil.copy(source, sources)
     (staging / "pom.xml").write_text(render_build_pom(version))
     (staging / "settings.xml").write_text(MAVEN_SETTINGS)
     # A Maven repository of its own: `scripts/setup` builds it beside the images, whose Maven fetches would

@@ -27,12 +27,17 @@ def register(sub: Any) -> None:
     for name, text, handler in (
             ("up", "start the registry the specs' `registry` section declares; returns when it answers", cmd_up),
             ("down", "stop the registry", cmd_down),
-            ("status", "whether the registry runs and answers, and its subjects", cmd_status)):
+            ("status", "whether the registry runs and answers, and its subjects", cmd_status),
+            ("certificate", "a client certificate from the cluster's CA that the registry lets read (not write): "
+                            "for a producer's or consumer's serializer", cmd_certificate)):
         p = rs.add_parser(name, help=text, description=text)
         p.add_argument("specs_dir", nargs="?", default=DEFAULT_SPECS, metavar="SPECS_DIR")
         p.add_argument("--state-dir", type=Path, required=True, metavar="DIR", help=STATE_HELP)
         if name == "down":
             p.add_argument("--purge", action="store_true", help="also remove its files and every subject")
+        if name == "certificate":
+            p.add_argument("--name", required=True, help="the certificate's common name (who it is for)")
+            p.add_argument("--out", type=Path, required=True, metavar="DIR", help="where NAME.pem and NAME.key go")
         p.set_defaults(handler=handler)
 
 
@@ -82,4 +87,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     subjects = registry.client().subjects()
     print(f"schema registry: running on {registry.url}, {len(subjects)} subject(s)" +
           "".join(f"\n  {s}" for s in subjects))
+    return 0
+
+
+def cmd_certificate(args: argparse.Namespace) -> int:
+    from kraftform.runtime.registry import local_registry
+
+    registry = local_registry(args.state_dir, _declared(load_specs(args.specs_dir)))
+    cert, key = registry.reader_certificate(args.name, args.out)
+    print(f"{cert}\n{key}")
     return 0

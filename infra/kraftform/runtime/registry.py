@@ -108,6 +108,9 @@ class LocalRegistry:
             "quarkus.http.ssl.certificate.trust-store-file-type=PKCS12",
             f"quarkus.http.ssl.certificate.trust-store-password={password}",
             "quarkus.http.ssl.client-auth=required",
+            # Every certificate from the cluster's CA reads; only kraftform's registers, configures and deletes
+            # (the build's permissions; `CertificateRoles.java` gives the roles by the certificate's common name).
+            f"kraftform.registry.writers={CLIENT_NAME}",
             ""]), PRIVATE)
 
     # --- process ----------------------------------------------------------------------------------------------
@@ -123,6 +126,18 @@ class LocalRegistry:
                 if wanted in (entry / "cmdline").read_bytes().split(b"\0"):
                     found.append(int(entry.name))
         return found
+
+    def reader_certificate(self, name: str, out: Path) -> tuple[Path, Path]:
+        """A client certificate from the cluster's CA for `name` (a producer, a consumer, a person), which the
+        registry lets read but not write; written to `out` as NAME.pem and NAME.key (0600)."""
+        if name == CLIENT_NAME:
+            raise UsageError(f"{name!r} is the name of kraftform's own certificate, the one that writes; choose "
+                             f"another")
+        pair = issue(dep.load_secrets(self.state_dir).ca, name)
+        cert, key = out / f"{name}.pem", out / f"{name}.key"
+        write_atomic(cert, pair.cert_pem)
+        write_atomic(key, pair.key_pem, PRIVATE)
+        return cert, key
 
     def running(self) -> bool:
         return bool(self._pids())

@@ -6,6 +6,7 @@ serializer and deserializer speaking the Confluent wire format through it. The t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import ssl
 import urllib.error
@@ -21,6 +22,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from kraftform.cluster.certificates import issue, make_ca
+from kraftform.errors import AuthorizationDenied
 from kraftform.runtime.deployment import admin_config
 from kraftform.verification.secretscan import CommandLineSampler
 
@@ -122,10 +124,22 @@ def _get(url: str, context: ssl.SSLContext | None) -> int:
         return int(answer.status)
 
 
-def test_nothing_anonymous_reaches_the_registry(registry: Registry, tmp_path: Path) -> None:
+def test_nothing_anonymous_reaches_the_registry_and_only_kraftform_writes(registry: Registry, tmp_path: Path) -> None:
     client = registry.client()
     subjects = f"{client.url}/subjects"
     assert _get(subjects, client._context()) == 200  # kraftform's own certificate
+    made = registry.kraftform("registry certificate", "--name", "orders-service", "--out", str(tmp_path))
+    assert made.returncode == 0, made.stdout + made.stderr
+    reader = dataclasses.replace(client, cert_path=str(tmp_path / "orders-service.pem"),
+                                 key_path=str(tmp_path / "orders-service.key"))
+    assert reader.subjects() == client.subjects() and reader.version(SUBJECT) == client.version(SUBJECT)
+    with pytest.raises(AuthorizationDenied):
+        reader.register(SUBJECT, json.dumps({**ORDER, "name": "Other"}), "AVRO")
+    with pytest.raises(AuthorizationDenied):
+        reader.set_compatibility(SUBJECT, "NONE")
+    with pytest.raises(AuthorizationDenied):
+        reader.delete_subject(SUBJECT)
+    assert client.compatibility(SUBJECT) == "BACKWARD" and client.subjects() == [SUBJECT]
     with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
         _get(subjects, ssl.create_default_context(cafile=client.ca_path))  # no certificate
     stranger = issue(make_ca("elsewhere"), "kraftform")  # the same name, another CA
@@ -154,10 +168,12 @@ def test_restarted_it_keeps_its_subjects_and_no_password_is_on_a_command_line(re
 
 
 def test_confluent_kafkas_avro_serializer_and_deserializer_speak_the_wire_format_through_it(
-        registry: Registry) -> None:
+        registry: Registry, tmp_path: Path) -> None:
     client = registry.client()
-    conf = {"url": client.url, "ssl.ca.location": client.ca_path, "ssl.certificate.location": client.cert_path,
-            "ssl.key.location": client.key_path}
+    # A producer's own certificate, which reads the declared versions and registers nothing.
+    assert registry.kraftform("registry certificate", "--name", "shop", "--out", str(tmp_path)).returncode == 0
+    conf = {"url": client.url, "ssl.ca.location": client.ca_path,
+            "ssl.certificate.location": str(tmp_path / "shop.pem"), "ssl.key.location": str(tmp_path / "shop.key")}
     schemas = SchemaRegistryClient(conf)
     latest = client.version(SUBJECT)
     # Producers use the declared version: kraftform registers, they never do.

@@ -13,6 +13,9 @@
     def test_archive(kafka_connect):      # the specs' `connect:` section, connectors running as declared
         assert kafka_connect.connector("orders-archive").state == "running"
 
+    def test_schema(schema_registry):     # the specs' `registry:` beside the cluster, every subject registered
+        client = SchemaRegistryClient(schema_registry.client_conf("orders-service"))
+
 The options of the same names (`--kraftform-specs DIR`, ...) win over the ini settings. The cluster starts on
 first use, once per session; invalid specs fail the first test that asks for it with `kraftform validate`'s
 located errors, before any process starts. Sessions run side by side get clusters of their own.
@@ -85,6 +88,22 @@ def kafka_connect(kafka_cluster: EphemeralCluster) -> Iterator[Any]:
             return
     except KraftformError as exc:
         problem = f"no Kafka Connect: {exc}"
+    pytest.fail(problem, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def schema_registry(kafka_cluster: EphemeralCluster) -> Iterator[Any]:
+    """The specs' schema registry beside the test cluster with every declared subject registered, for the whole
+    session (`testing.registry.SchemaRegistry`); a schema the registry refuses fails the first test that asks."""
+    from kraftform.errors import KraftformError
+    from kraftform.testing.registry import running_registry
+
+    try:
+        with running_registry(kafka_cluster) as registry:
+            yield registry
+            return
+    except KraftformError as exc:
+        problem = f"no schema registry: {exc}"
     pytest.fail(problem, pytrace=False)
 
 

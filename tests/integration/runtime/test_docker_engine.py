@@ -3,6 +3,7 @@ that cannot finish leaving nothing behind."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
@@ -93,3 +94,31 @@ def test_a_first_start_that_fails_takes_back_what_it_made(tmp_path: Path) -> Non
         assert _left_in_docker("kfundo") == [network.name]
     finally:
         network.remove()
+
+
+def test_a_connect_clusters_running_containers_hold_a_login_a_plan_leaves_alone(docker_cluster: LiveCluster) -> None:
+    """The Docker-runtime branch of `workers_logins` and `stop_undeclared`: a container labelled as a Connect
+    worker of this cluster (a shell standing in for the worker: what is read is Docker's labels), its login
+    recorded as `connect up` records it."""
+    from kraftform.cluster.containers import LABEL_CLUSTER
+    from kraftform.runtime.connect_clusters import stop_undeclared, workers_logins
+    from kraftform.runtime.connect_containers import LABEL_CONNECT
+
+    state = docker_cluster.state_dir
+    record = state / "connect" / "probe" / "login.json"
+    record.parent.mkdir(parents=True)
+    record.write_text('{"user": "probe-connect"}\n')
+    container = docker_client().containers.run(
+        docker_cluster.deployment.extra["image"], ["sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait"],
+        entrypoint=[], detach=True, network_mode="none", name=f"{docker_cluster.spec.name}-probe-connect-0",
+        labels={LABEL_CLUSTER: docker_cluster.spec.name, LABEL_CONNECT: "probe"})
+    try:
+        logins = workers_logins(state)
+        assert list(logins) == ["probe-connect"], logins
+        assert logins["probe-connect"].why == "Connect cluster 'probe' logs in as it, 1 worker(s) running"
+        assert stop_undeclared(state, "probe") == 1
+        assert workers_logins(state) == {}
+    finally:
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+        shutil.rmtree(record.parent, ignore_errors=True)

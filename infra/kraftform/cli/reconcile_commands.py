@@ -139,14 +139,11 @@ def _throttle(args: argparse.Namespace) -> int:
 
 
 def _with_subjects(target: Target, specs: SpecSet, state_dir: Path | None) -> Target:
-    """The target with the subjects' changes in its plan, when the specs declare a registry. With --command-config
-    and the registry kraftform runs (found by the state directory), a note says the subjects were not planned."""
+    """The target with the subjects' changes in its plan, when the specs declare a registry (`registry_client`
+    refuses, before anything is read, a registry it cannot find: the one kraftform runs needs --state-dir; a plan
+    without the schemas would say "no changes" about them untruly)."""
     if specs.registry is None:
         return target
-    if specs.registry.url is None and state_dir is None:
-        note = ("schemas not planned: the registry kraftform runs is found through --state-dir (give `registry.url` "
-                "for one that runs elsewhere)")
-        return dataclasses.replace(target, plan=dataclasses.replace(target.plan, notes=(*target.plan.notes, note)))
     from kraftform.plan.live import ownership_of
     from kraftform.registry.reconcile import plan_subjects
     from kraftform.runtime.registry import registry_client
@@ -160,6 +157,10 @@ def _with_subjects(target: Target, specs: SpecSet, state_dir: Path | None) -> Ta
 
 def _target(args: argparse.Namespace, specs: SpecSet) -> Target:
     if args.state_dir is None:
+        if specs.registry is not None and not specs.registry.external:
+            raise UsageError(f"{specs.registry.location}: the specs' schema registry is the one kraftform runs beside "
+                             f"a cluster it made, found through --state-dir; for a cluster kraftform did not make, "
+                             f"give `registry.url`. Nothing was read or applied")
         connection = read_connection(args.command_config)
         live = _planned(connection, specs)
         unseen = unobservable(specs.cluster)

@@ -103,6 +103,20 @@ def test_plan_needs_a_readable_command_config(example_specs: Path, tmp_path: Pat
     assert "Traceback" not in missing.stderr + absent.stderr + wrong.stderr
 
 
+def test_a_registry_kraftform_runs_is_not_planned_against_a_cluster_it_did_not_make(specs_copy: SpecsCopy,
+                                                                                     tmp_path: Path) -> None:
+    specs = specs_copy()
+    (specs / "registry.yaml").write_text("registry: {}\n")
+    config = tmp_path / "admin.properties"
+    config.write_text("bootstrap.servers=127.0.0.1:1\nsecurity.protocol=SASL_SSL\n")
+    for command in ("plan", "apply"):
+        done = run(command, str(specs), "--command-config", str(config), *(("--auto-approve",) if command == "apply"
+                                                                             else ()))
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert f"{specs / 'registry.yaml'}:1:1: $.registry: the specs' schema registry is the one kraftform runs" \
+            in done.stderr and "Traceback" not in done.stderr
+
+
 def test_import_refuses_a_non_empty_directory(tmp_path: Path) -> None:
     (tmp_path / "cluster.yaml").write_text("cluster: {}\n")
     done = run("import", str(tmp_path), "--command-config", str(tmp_path / "none.properties"))

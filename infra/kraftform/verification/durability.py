@@ -10,6 +10,7 @@ writes acknowledged while it is down.
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ class ProducerWatch:
     """A VerifiableProducer run, read line by line on a thread so the caller can act mid-stream."""
 
     def __init__(self, target: Target, topic: str, profile: Profile, records: int, rate: int, name: str) -> None:
+        """`records` -1: until `stop`."""
         # VerifiableProducer sets retries=0 unless its config says otherwise; an application's producer has
         # Kafka's default, so the profile is measured with that unless it sets its own.
         config = target.client_config(f"{name}-producer", {"retries": KAFKA_DEFAULT_RETRIES, **profile.producer},
@@ -83,6 +85,12 @@ class ProducerWatch:
                 raise NotYet(f"{len(self.log.acked)} of {count} acknowledged")
 
         poll("the producer's acknowledgements", timeout, enough, interval=0.05, error=KafkaRequestFailed)
+
+    def stop(self) -> None:
+        """SIGTERM: the tool's shutdown hook closes its producer (what is in flight is acknowledged or failed, and
+        logged) and prints its summary; `finish` then reads it all."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
 
     def finish(self, timeout: float) -> ProducerLog:
         try:
@@ -174,9 +182,14 @@ def quorum(target: Target) -> QuorumStatus:
 
 def controller_failure(target: Target, profile: Profile, records: int, rate: int, down_s: float = 10.0
                        ) -> FailureRun:
-    """Kill the active controller mid-run: writes must go on, a topic can still be created, nothing lost."""
+    """Kill the active controller mid-run: writes must go on, a topic can still be created, nothing lost.
+
+    The producer runs until it is stopped, after the restart and once `records` are acknowledged: the kill waits
+    for a third of them as this process reads the producer's output, which a loaded machine can read seconds
+    late, and a producer that stopped by itself could then have finished before the kill (0 writes "while down"
+    in a CI run, measured on a producer that had ended 1 s before it)."""
     start = time.monotonic()
-    runtime, topic, rf, producer = _begin(target, profile, "controller", records, rate)
+    runtime, topic, rf, producer = _begin(target, profile, "controller", -1, rate)
     created = False
     killed = ""
     try:
@@ -202,6 +215,8 @@ def controller_failure(target: Target, profile: Profile, records: int, rate: int
         time.sleep(max(0.0, down_s - (time.time() - kill_ms / 1000)))
         restart_ms = int(time.time() * 1000)
         runtime.start_node(killed)
+        producer.wait_acked(records, timeout=300)
+        producer.stop()
         log = producer.finish(timeout=600)
     finally:
         _end(runtime, producer, killed)

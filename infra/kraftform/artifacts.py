@@ -129,16 +129,22 @@ def connector_artifact(version: str = SPARK_VERSION) -> tuple[str, str, str]:
     return ("org.apache.spark", f"spark-sql-kafka-0-10_{SCALA_BINARY}", version)
 
 
+#: Spark's Avro functions (`from_avro`), which pyspark does not ship: Avro consumers decode with them.
+def avro_artifact(version: str = SPARK_VERSION) -> tuple[str, str, str]:
+    return ("org.apache.spark", f"spark-avro_{SCALA_BINARY}", version)
+
+
 def _artifact_id(jar: str) -> str:
     """`kafka-clients-3.9.2.jar` -> `kafka-clients`: the name without its version."""
     return re.sub(r"-\d[\w.\-]*\.jar$", "", jar)
 
 
 def connector_home(version: str = SPARK_VERSION) -> Path:
-    """The connector and its dependencies from Maven Central, fetched once; the Spark image copies this."""
+    """The Kafka connector and spark-avro with their dependencies from Maven Central, fetched once; the Spark image
+    copies this."""
     _, artifact, _ = connector_artifact(version)
-    return _resolve(cache_root() / f"spark-kafka-{version}", (connector_artifact(version),),
-                    f"Spark's Kafka connector {version}", f"{artifact}-{version}.jar")
+    return _resolve(cache_root() / f"spark-connectors-{version}", (connector_artifact(version), avro_artifact(version)),
+                    f"Spark's Kafka connector and Avro functions {version}", f"{artifact}-{version}.jar")
 
 
 def connector_jars(pyspark_jars: Path, version: str = SPARK_VERSION) -> list[Path]:

@@ -17,8 +17,9 @@ from kraftform.specset.model import SpecSet
 
 if TYPE_CHECKING:
     from kraftform.plan.changes import Plan
+    from kraftform.plan.subjects import Gate
 
-__all__ = ["diff_specs", "load_specs"]
+__all__ = ["consumer_gate", "diff_specs", "load_specs"]
 
 
 def load_specs(specs_dir: str | Path) -> SpecSet:
@@ -44,3 +45,10 @@ def diff_specs(base: SpecSet, head: SpecSet) -> Plan:
 
     kafka = diff_specsets(base, head)
     return Plan.of([*kafka.changes, *diff_consumers(base, head)], kafka.notes, subject="diff")
+
+
+def consumer_gate(specs: SpecSet) -> Gate:
+    """The consumer gate bound to the specs' consumers, for a plan of the registry's subjects."""
+    from kraftform.spark.schema_gate import readers_broken
+
+    return lambda subject, old, label: readers_broken(subject, old, label, specs.consumers)

@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -153,10 +154,13 @@ def _job(args: argparse.Namespace) -> tuple[ConsumerSpec, JobSettings, Connectio
     from kraftform.spark.settings import job_settings
 
     if args.job is None:
+        from kraftform.runtime.registry import avro_writers
+
         specs = load_specs(args.specs_dir)
         consumer = _consumer(specs, args.name)
-        return (consumer, job_settings(consumer, specs), _as_consumer(_cluster(args), specs, consumer),
-                args.allow_destructive)
+        writers = avro_writers(specs, None if args.command_config else args.state_dir, consumer)
+        return (consumer, replace(job_settings(consumer, specs), avro_writers=writers),
+                _as_consumer(_cluster(args), specs, consumer), args.allow_destructive)
     manifest = _manifest(args.job)
     consumer, cluster = manifest.consumer, _cluster(args)
     if consumer.name != args.name:

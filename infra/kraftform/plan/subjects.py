@@ -63,11 +63,18 @@ def subject_topic(subject: str) -> str | None:
     return None
 
 
+#: Why a declared version breaks a declared consumer of the subject's records, given the latest registered schema
+#: and its label (`spark.schema_gate.readers_broken`, bound to the specs' consumers); empty when it breaks none.
+Gate = Callable[[SubjectSpec, str, str], tuple[str, ...]]
+
+
 def subject_changes(declared: tuple[SubjectSpec, ...], observed: Mapping[str, SubjectState],
-                    checks: Mapping[str, CheckAnswer], owns_topic: Callable[[str], bool]) -> list[Change]:
+                    checks: Mapping[str, CheckAnswer], owns_topic: Callable[[str], bool],
+                    gate: Gate = lambda *_: ()) -> list[Change]:
     """The changes that take the registry to the declared subjects. `checks`: the registry's answer for each
-    declared schema that would be a new version. Subjects of topics kraftform owns that the specs no longer
-    declare are deleted (destructive); others are left alone."""
+    declared schema that would be a new version; `gate`: what declared consumers say of it (a refusal even where
+    the registry's level allows the version). Subjects of topics kraftform owns that the specs no longer declare
+    are deleted (destructive); others are left alone."""
     out: list[Change] = []
     for spec in declared:
         state = observed.get(spec.name)
@@ -102,6 +109,12 @@ def subject_changes(declared: tuple[SubjectSpec, ...], observed: Mapping[str, Su
             out.append(Change(Action.REFUSE, Kind.SUBJECT, spec.name, Safety.DESTRUCTIVE,
                               f"{where} refused by the registry under {state.compatibility} against version "
                               f"{latest}: {words}", "schema", f"version {latest}", spec.file))
+            continue
+        broken = gate(spec, state.latest_schema, f"version {latest}")
+        if broken:
+            out.append(Change(Action.REFUSE, Kind.SUBJECT, spec.name, Safety.DESTRUCTIVE,
+                              f"{where} breaks what declared consumers read: {'; '.join(broken)}", "schema",
+                              f"version {latest}", spec.file))
             continue
         checked = "checked compatible by the registry" if answer is not None else "not checked"
         out.append(Change(Action.UPDATE, Kind.SUBJECT, spec.name, Safety.SAFE,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kraftform.errors import KafkaRequestFailed, PlanRefusedError
+from kraftform.errors import KafkaRequestFailed, PlanRefusedError, UsageError
 from kraftform.plan.changes import Action, Change, Kind, Safety, SubjectWork
-from kraftform.plan.subjects import CheckAnswer, SubjectState, same_schema, subject_changes, subject_topic
+from kraftform.plan.subjects import CheckAnswer, Gate, SubjectState, same_schema, subject_changes, subject_topic
 from kraftform.registry.rest import NotFound, RegistryRest
-from kraftform.specset.model import SpecSet, SubjectSpec
+from kraftform.specset.model import ConsumerSpec, SpecSet, SubjectSpec
 
 Progress = Callable[[str], None]
 
@@ -38,8 +38,9 @@ def observe_subjects(rest: RegistryRest, declared: tuple[SubjectSpec, ...],
     return out
 
 
-def plan_subjects(rest: RegistryRest, specs: SpecSet, owns_topic: Callable[[str], bool]) -> list[Change]:
-    """The subject changes, each new version checked by the registry itself."""
+def plan_subjects(rest: RegistryRest, specs: SpecSet, owns_topic: Callable[[str], bool], gate: Gate) -> list[Change]:
+    """The subject changes, each new version checked by the registry itself and by `gate` (what the declared
+    consumers read: `declared.consumer_gate`)."""
     observed = observe_subjects(rest, specs.subjects, owns_topic)
     checks: dict[str, CheckAnswer] = {}
     for spec in specs.subjects:
@@ -48,7 +49,7 @@ def plan_subjects(rest: RegistryRest, specs: SpecSet, owns_topic: Callable[[str]
             continue
         answer = rest.check(spec.name, spec.schema, spec.schema_type)
         checks[spec.name] = CheckAnswer(answer.compatible, answer.messages)
-    return subject_changes(specs.subjects, observed, checks, owns_topic)
+    return subject_changes(specs.subjects, observed, checks, owns_topic, gate)
 
 
 def check_subjects(changes: list[Change], allow_destructive: bool) -> None:
@@ -88,3 +89,22 @@ def apply_subjects(rest: RegistryRest, changes: list[Change], allow_destructive:
         if work.delete:
             rest.delete_subject(change.resource)
             progress(f"deleted subject {change.resource}")
+
+
+def writer_schemas(rest: RegistryRest, specs: SpecSet, consumer: ConsumerSpec) -> dict[str, str]:
+    """Every registered version of an Avro consumer's topics' value subjects, by schema id: what its job decodes
+    records with (the reader schema is the declared one). Refused when a subject has no version yet: then no
+    producer can have written a record the job could read, and the cause is an apply not yet run."""
+    writers: dict[str, str] = {}
+    for subject in (s for s in specs.subjects if s.part == "value" and s.topic in consumer.topics):
+        try:
+            numbers = rest.versions(subject.name)
+        except NotFound:
+            numbers = []
+        if not numbers:
+            raise UsageError(f"consumer {consumer.name!r} reads Avro from topic {subject.topic!r}, and subject "
+                             f"{subject.name!r} has no version in the registry: run `kraftform apply` first")
+        for number in numbers:
+            version = rest.version(subject.name, number)
+            writers[str(version.id)] = version.schema
+    return writers

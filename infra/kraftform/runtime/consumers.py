@@ -19,6 +19,7 @@ from kraftform.errors import ClusterUnhealthy, UsageError
 from kraftform.kafka.credentials import passwords, require_passwords
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.engine import attached, create_container, docker_client, remove_attached, remove_if_present
+from kraftform.runtime.registry import avro_writers
 from kraftform.spark.containers import (
     CLIENT_CONFIG,
     JOB_FILE,
@@ -71,7 +72,7 @@ def container_specs(state_dir: Path, specs: SpecSet, consumers: Sequence[Consume
     require_passwords(theirs, found)
     made = []
     for consumer in consumers:
-        manifest = consumer_manifest(consumer, specs, allow_reset)
+        manifest = consumer_manifest(consumer, specs, allow_reset, avro_writers(specs, state_dir, consumer))
         made.append(consumer_container(consumer, deployment.cluster_name, manifest_text(manifest), bootstrap,
                                        manifest.mechanism, found[consumer.user] or "", ca_pem,
                                        deployment.extra["network"], image))

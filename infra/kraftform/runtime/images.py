@@ -204,7 +204,7 @@ COPY wheels/ /tmp/wheels/
 RUN python3 -m venv {SPARK_VENV} \\
  && {SPARK_VENV}/bin/pip install --no-index --no-cache-dir --find-links /tmp/wheels /tmp/wheels/*.whl \\
  && rm -rf /tmp/wheels
-COPY connector/ {SPARK_CACHE}/spark-kafka-{SPARK_VERSION}/
+COPY connector/ {SPARK_CACHE}/spark-connectors-{SPARK_VERSION}/
 COPY kraftform/ /tmp/kraftform/
 RUN {SPARK_VENV}/bin/pip install --no-index --no-cache-dir --no-deps /tmp/kraftform/*.whl && rm -rf /tmp/kraftform
 ENV KRAFTFORM_CACHE={SPARK_CACHE} PATH={SPARK_VENV}/bin:/usr/local/bin:/usr/bin:/bin PYTHONUNBUFFERED=1

@@ -30,7 +30,7 @@ from kraftform.registry.rest import RegistryRest
 from kraftform.registry_app import ensure_registry
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.local import java_binary, last_error_line, loopback_base, tail
-from kraftform.specset.model import RegistrySpec, SpecSet
+from kraftform.specset.model import ConsumerSpec, RegistrySpec, SpecSet
 from kraftform.statefiles import PRIVATE, read_json, write_atomic
 from kraftform.waiting import NotYet, poll
 
@@ -232,3 +232,13 @@ def registry_client(specs: SpecSet, state_dir: Path | None) -> RegistryRest:
         raise UsageError(f"the schema registry beside {state_dir} is not running; start it with "
                          f"`kraftform registry up --state-dir {state_dir}`")
     return registry.client()
+
+
+def avro_writers(specs: SpecSet, state_dir: Path | None, consumer: ConsumerSpec) -> dict[str, str]:
+    """The writer schemas an Avro consumer's job decodes with, read from the registry the specs name when it is
+    deployed or started; nothing for any other consumer."""
+    if consumer.value.format != "avro":
+        return {}
+    from kraftform.registry.reconcile import writer_schemas
+
+    return writer_schemas(registry_client(specs, state_dir), specs, consumer)

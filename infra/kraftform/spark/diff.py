@@ -8,6 +8,7 @@ from __future__ import annotations
 from kraftform.plan.changes import Action, Change, Kind, Safety
 from kraftform.plan.specdiff import flat_fields
 from kraftform.spark.checkpoint import incompatibilities, state_shape
+from kraftform.spark.schema_gate import readers_broken
 from kraftform.spark.settings import job_settings
 from kraftform.specset.model import ConsumerSpec, SpecSet
 
@@ -36,11 +37,27 @@ def diff_consumers(base: SpecSet, head: SpecSet) -> list[Change]:
             changes.append(Change(Action.UPDATE, Kind.CONSUMER, name, Safety.DESTRUCTIVE,
                                   f"state reset: the checkpoint cannot be reused ({'; '.join(reset)}); the job "
                                   f"starts from a new one (consumers run --allow-destructive)", "checkpoint"))
+    changes += _gate(base, head)
     for name, old in before.items():
         if name not in after:
             changes.append(Change(Action.DELETE, Kind.CONSUMER, name, Safety.DISRUPTIVE,
                                   "streaming job stopped (its output and checkpoint are kept)", "topics",
                                   ", ".join(old.topics), None))
+    return changes
+
+
+def _gate(base: SpecSet, head: SpecSet) -> list[Change]:
+    """Value schemas changed between the revisions that break what a declared Avro consumer reads."""
+    before = {s.name: s for s in base.subjects}
+    changes = []
+    for subject in head.subjects:
+        old = before.get(subject.name)
+        broken = () if old is None else readers_broken(subject, old.schema, f"the base revision ({old.file})",
+                                                       head.consumers)
+        if broken:
+            changes.append(Change(Action.REFUSE, Kind.SUBJECT, subject.name, Safety.DESTRUCTIVE,
+                                  f"the value schema of topic {subject.topic!r} breaks what declared consumers read: "
+                                  f"{'; '.join(broken)}", "schema", old.file if old else None, subject.file))
     return changes
 
 

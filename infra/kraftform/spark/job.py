@@ -19,6 +19,7 @@ from typing import Any
 
 from kraftform.cluster.connection import SASL_SSL, Connection
 from kraftform.errors import KraftformError, UsageError
+from kraftform.spark import avro
 from kraftform.spark.checkpoint import CheckpointMeta
 from kraftform.spark.query import INPUT_VIEW, METADATA_COLUMNS
 from kraftform.spark.settings import JobSettings
@@ -86,16 +87,52 @@ def _input_frame(spark: Any, consumer: ConsumerSpec, settings: JobSettings, clie
     raw = reader.load()
     metadata = [F.col("key").cast("string").alias("key"), *[F.col(c) for c in METADATA_COLUMNS if c != "key"
                                                             and (c != "headers" or settings.facts.uses_headers)]]
+    kept = [c for c in METADATA_COLUMNS if c != "headers" or settings.facts.uses_headers]
     if consumer.value.format == "json" and consumer.value.schema:
         schema = parsed_schema(consumer.value.schema, settings.facts.reads)
         fields = F.from_json(F.col("value").cast("string"), schema) if schema.fields else F.struct()
-        parsed = raw.select(fields.alias("__value"), *metadata).select(
-            "__value.*", *[c for c in METADATA_COLUMNS if c != "headers" or settings.facts.uses_headers])
+        parsed = raw.select(fields.alias("__value"), *metadata).select("__value.*", *kept)
+    elif consumer.value.format == "avro" and consumer.value.schema:
+        decoded = avro_decoded(consumer, settings)
+        parsed = raw.select(decoded.alias("__value"), *metadata).select("__value.*", *kept)
     else:
         parsed = raw.select(F.col("value").cast("string").alias("value"), *metadata)
     if consumer.watermark is not None:
         parsed = parsed.withWatermark(consumer.watermark.column, f"{consumer.watermark.delay_ms} milliseconds")
     return parsed
+
+
+def avro_decoded(consumer: ConsumerSpec, settings: JobSettings) -> Any:
+    """The value in the Confluent wire format (a 0 byte, the writer schema's id in 4 bytes, the Avro body)
+    decoded with spark-avro's `from_avro`: each known writer schema's records resolved to the declared schema, cut
+    to the fields the query reads. A record of another id (a version registered after the job started) or not in
+    that format stops the query with the reason rather than become a row of nulls: exactly once, a restart
+    (which reads the registry again) picks it up where the checkpoint left off."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+
+    if not settings.avro_writers:
+        raise UsageError(f"consumer {consumer.name!r} reads Avro and its job knows no writer schema: start it "
+                         f"through kraftform (which reads them from the registry)")
+    assert consumer.value.schema is not None
+    reader = avro.reader_schema(consumer.value.schema, settings.facts.reads)
+    value = F.col("value")
+    schema_id = F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("int")
+    body = F.expr("substring(value, 6)")
+    decoded = F.when(value.isNull(), F.lit(None)).when(
+        (F.length(value) < 5) | (F.hex(F.substring(value, 1, 1)) != F.lit("00")),
+        F.raise_error(F.concat(F.lit(f"consumer {consumer.name}: a record of topic "), F.col("topic"),
+                               F.lit(" is not in the Confluent wire format (no 0 byte and schema id) at offset "),
+                               F.col("offset").cast("string"))))
+    for writer_id, writer in sorted(settings.avro_writers.items()):
+        decoded = decoded.when(schema_id == int(writer_id),
+                               from_avro(body, writer, {"avroSchema": reader, "mode": "FAILFAST"}))
+    known = ", ".join(sorted(settings.avro_writers, key=int))
+    return decoded.otherwise(F.raise_error(F.concat(
+        F.lit(f"consumer {consumer.name}: a record of topic "), F.col("topic"), F.lit(" at offset "),
+        F.col("offset").cast("string"), F.lit(" was written with schema id "), schema_id.cast("string"),
+        F.lit(f", registered after the job started (it knows {known}): start the consumer again through "
+              f"kraftform, which reads the registry again"))))
 
 
 def parsed_schema(ddl: str, reads: Sequence[str] | None) -> Any:

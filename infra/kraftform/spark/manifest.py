@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -86,12 +87,15 @@ def _consumer(d: dict[str, Any]) -> ConsumerSpec:
 def _settings(d: dict[str, Any]) -> JobSettings:
     facts: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d["facts"].items()}
     return JobSettings(**{**d, "trigger": Trigger(**d["trigger"]), "facts": QueryFacts(**facts),
-                          "notes": tuple(d["notes"])})
+                          "notes": tuple(d["notes"]), "avro_writers": dict(d.get("avro_writers") or {})})
 
 
-def consumer_manifest(consumer: ConsumerSpec, specs: SpecSet, allow_reset: bool = False) -> JobManifest:
+def consumer_manifest(consumer: ConsumerSpec, specs: SpecSet, allow_reset: bool = False,
+                      avro_writers: Mapping[str, str] | None = None) -> JobManifest:
     """The consumer's job as the specs declare it; with `allow_reset`, allowed to start a new checkpoint for
-    its declared state shape (`kraftform consumers up --allow-destructive`)."""
+    its declared state shape (`kraftform consumers up --allow-destructive`); an Avro consumer's with the writer
+    schemas the registry had when it was deployed."""
     user = next(u for u in specs.users if u.name == consumer.user)
-    manifest = JobManifest(consumer, job_settings(consumer, specs), user.mechanism)
+    settings = replace(job_settings(consumer, specs), avro_writers=dict(avro_writers or {}))
+    manifest = JobManifest(consumer, settings, user.mechanism)
     return replace(manifest, reset_to=shape_digest(manifest.shape)) if allow_reset else manifest

@@ -3,8 +3,8 @@ against the `input` view the job builds, and the facts the rest of kraftform nee
 output columns, whether the query keeps state, its grouping keys and aggregates, and whether it touches
 record headers. Pure: `kraftform validate` calls it, so a broken query fails in review, not at deploy time.
 
-The `input` view has the value's fields (JSON with a DDL schema, or one `value` string column) and the
-Kafka record's metadata: key, topic, partition, offset, timestamp and headers.
+The `input` view has the value's fields (JSON with a DDL schema, Avro with its record schema, or one `value`
+string column) and the Kafka record's metadata: key, topic, partition, offset, timestamp and headers.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
+from kraftform.spark import avro
 from kraftform.spark.functions import SPARK_FUNCTIONS
 from kraftform.specset.model import ConsumerSpec
 from kraftform.versions import SPARK_VERSION
@@ -57,7 +58,7 @@ class QueryFacts:
     window_column: str | None = None
     uses_headers: bool = False
     #: The value's fields the query reads (its watermark column included), in schema order: the job parses only
-    #: these. None: every field (no query, or a value that is not JSON).
+    #: these. None: every field (no query, or a value kept as one string).
     reads: tuple[str, ...] | None = None
 
 
@@ -80,15 +81,38 @@ def parse_schema(ddl: str) -> dict[str, str]:
     return columns
 
 
+def value_columns(consumer: ConsumerSpec) -> dict[str, str] | None:
+    """The parsed value's fields as columns ({name: Spark SQL type}); None when the value stays one string."""
+    if consumer.value.format == "json" and consumer.value.schema:
+        return parse_schema(consumer.value.schema)
+    if consumer.value.format == "avro" and consumer.value.schema:
+        try:
+            return avro.columns(consumer.value.schema)
+        except (avro.AvroShapeError, ValueError, KeyError, TypeError) as exc:
+            raise QueryError(f"the topics' Avro value schema: {exc}") from None
+    return None
+
+
 def input_columns(consumer: ConsumerSpec) -> dict[str, str]:
     """The columns of the `input` view the job builds for this consumer."""
-    fields = parse_schema(consumer.value.schema) if consumer.value.format == "json" and consumer.value.schema \
-        else {"value": "STRING"}
+    fields = value_columns(consumer) or {"value": "STRING"}
     clash = sorted(set(fields) & set(METADATA_COLUMNS))
     if clash:
         raise QueryError(f"value field(s) {', '.join(clash)} clash with the record's metadata columns "
                          f"({', '.join(METADATA_COLUMNS)}); rename them in the schema")
     return {**fields, **METADATA_COLUMNS}
+
+
+def _position_of_column(text: str, message: str) -> tuple[int | None, int | None]:
+    """Where in the SQL the column sqlglot could not resolve first appears (its message names it, not where)."""
+    named = re.search(r"Column '([^']+)'", message)
+    if named is None:
+        return None, None
+    for column in _parse(text).find_all(exp.Column):
+        meta = column.this.meta if isinstance(column.this, exp.Identifier) else {}
+        if column.name == named.group(1) and "line" in meta:
+            return meta["line"], meta["col"] - len(column.name) + 1
+    return None, None
 
 
 def _first_error(exc: SqlglotError) -> str:
@@ -191,7 +215,11 @@ def analyze(consumer: ConsumerSpec, sql: str | None = None) -> QueryFacts:
                            quote_identifiers=False)
     except OptimizeError as exc:
         message = str(exc).split(". Line:")[0]
-        raise QueryError(f"{message} (the input columns are: {', '.join(columns)})") from None
+        line, col = _position_of_column(text, message)
+        if consumer.value.format == "avro":
+            message += " (not a field of the topics' declared Avro value schema: a schema change that removes or " \
+                       "renames a field this query reads is refused here)"
+        raise QueryError(f"{message} (the input columns are: {', '.join(columns)})", line, col) from None
     except SqlglotError as exc:
         raise QueryError(f"cannot resolve the query: {str(exc).splitlines()[0]}") from None
     groups = [g for select in resolved.find_all(exp.Select)
@@ -215,11 +243,12 @@ def analyze(consumer: ConsumerSpec, sql: str | None = None) -> QueryFacts:
 
 
 def _fields_read(consumer: ConsumerSpec, resolved: exp.Query) -> tuple[str, ...] | None:
-    """The JSON value's fields `resolved` names anywhere (`*` is expanded by then), and the watermark's column.
+    """The parsed value's fields `resolved` names anywhere (`*` is expanded by then), and the watermark's column.
     Spark matches names case-insensitively, so this does too; a name it cannot tell apart keeps the field."""
-    if consumer.value.format != "json" or not consumer.value.schema:
+    fields = value_columns(consumer)
+    if fields is None:
         return None
     named = {part.lower() for c in resolved.find_all(exp.Column) for part in (c.name, c.table) if part}
     if consumer.watermark is not None:
         named.add(consumer.watermark.column.lower())
-    return tuple(f for f in parse_schema(consumer.value.schema) if f.lower() in named)
+    return tuple(f for f in fields if f.lower() in named)

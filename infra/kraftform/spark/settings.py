@@ -74,6 +74,9 @@ class JobSettings:
     facts: QueryFacts
     #: Why the settings are what they are, for `consumers list` and the job's first lines.
     notes: tuple[str, ...] = field(default=())
+    #: An Avro consumer's writer schemas, by the id the Confluent wire format carries (as text: JSON keys): every
+    #: version of its topics' value subjects when it was deployed (`registry.reconcile.writer_schemas`).
+    avro_writers: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def transactional_id(self) -> str:

@@ -295,7 +295,7 @@ class Builder:
             location=entry.at(),
         )
 
-    def consumer(self, entry: Entry) -> ConsumerSpec:
+    def consumer(self, entry: Entry, subjects: tuple[SubjectSpec, ...]) -> ConsumerSpec:
         d = entry.data
         sink = d["sink"]
         trigger = d.get("trigger")
@@ -310,12 +310,37 @@ class Builder:
             trigger=trigger if trigger in (None, REALTIME) else self._convert(
                 parse_duration_ms, trigger, entry.at("trigger")),
             max_offsets_per_trigger=d.get("max_offsets_per_trigger"),
-            value=ValueFormat(value.get("format", "string"), value.get("schema")),
+            value=self._value_format(entry, value, subjects),
             watermark=None if watermark is None or delay is None else Watermark(watermark["column"], delay),
             query=d.get("query"), transform=d.get("transform"), checkpoint=d.get("checkpoint"),
             options=plain_settings(d.get("options")), description=d.get("description", ""), location=entry.at(),
             query_location=entry.at("query") if "query" in d else entry.at(),
         )
+
+    def _value_format(self, entry: Entry, value: dict[str, Any], subjects: tuple[SubjectSpec, ...]) -> ValueFormat:
+        """An Avro consumer reads with the value schema its topics declare: one schema, so the job has one set of
+        columns (and a change to it reaches the consumer's settings, its diff and its gate)."""
+        if value.get("format") != "avro":
+            return ValueFormat(value.get("format", "string"), value.get("schema"))
+        named = f"consumer {entry.data['name']!r}"
+        if "schema" in value:
+            self.problems.append(Problem(entry.at("value", "schema"), f"{named}: an avro consumer reads with its "
+                                         f"topics' declared value schema (`schemas.value`); remove value.schema"))
+        declared = {s.topic: s for s in subjects if s.part == "value"}
+        schemas: dict[str, list[str]] = {}
+        for topic in entry.data["topics"]:
+            subject = declared.get(topic)
+            if subject is None or subject.schema_type != "AVRO":
+                self.problems.append(Problem(entry.at("value", "format"), f"{named} reads avro values, and topic "
+                                             f"{topic!r} declares no Avro value schema (its `schemas: {{value: "
+                                             f"FILE.avsc}}`)"))
+                continue
+            schemas.setdefault(subject.schema, []).append(f"{topic} ({subject.file})")
+        if len(schemas) > 1:
+            self.problems.append(Problem(entry.at("value", "format"), f"{named} reads avro values of topics with "
+                                         f"different value schemas: {'; '.join(', '.join(t) for t in schemas.values())}"
+                                         f" (one consumer, one schema: split it, or declare one schema file)"))
+        return ValueFormat("avro", next(iter(schemas), None))
 
     def group(self, entry: Entry) -> GroupSpec:
         config = plain_settings(entry.data.get("config"))
@@ -468,7 +493,7 @@ def build_specset(docs: list[SourceDoc]) -> tuple[SpecSet | None, list[Problem]]
         users=users,
         principals=tuple(PrincipalSpec(e.data["name"], e.data.get("description", ""), e.at())
                          for e in entries(docs, "principals")),
-        consumers=tuple(b.consumer(e) for e in entries(docs, "consumers")),
+        consumers=tuple(b.consumer(e, subjects) for e in entries(docs, "consumers")),
         profiles=profiles,
         files=tuple(d.file for d in docs),
         groups=groups,

@@ -329,9 +329,10 @@ class SinkSpec:
 
 @dataclass(frozen=True)
 class ValueFormat:
-    """How a consumer reads record values: JSON with a Spark DDL schema, or the raw string."""
+    """How a consumer reads record values: JSON with a Spark DDL schema, Avro in the Confluent wire format (the
+    schema: its topics' declared value schema, filled in when the specs are built), or the raw string."""
 
-    format: Literal["json", "string"] = "string"
+    format: Literal["json", "avro", "string"] = "string"
     schema: str | None = None
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraftform.declared import consumer_gate
 from kraftform.errors import ClusterUnhealthy, UsageError
 from kraftform.registry.rest import RegistryRest
 from kraftform.runtime.registry import LocalRegistry
@@ -55,9 +56,9 @@ def running_registry(cluster: EphemeralCluster) -> Iterator[SchemaRegistry]:
     try:
         registry.up(lambda _line: None)
         admin = registry.client()
-        owns = ownership_of(cluster.specs).topic
-        apply_subjects(admin, plan_subjects(admin, cluster.specs, owns), False, lambda _line: None)
-        left = plan_subjects(admin, cluster.specs, owns)
+        owns, gate = ownership_of(cluster.specs).topic, consumer_gate(cluster.specs)
+        apply_subjects(admin, plan_subjects(admin, cluster.specs, owns, gate), False, lambda _line: None)
+        left = plan_subjects(admin, cluster.specs, owns, gate)
         if left:
             raise ClusterUnhealthy("the test registry differs from the specs after their subjects were applied: " +
                                    "; ".join(f"{c.action} {c.resource}: {c.reason}" for c in left))

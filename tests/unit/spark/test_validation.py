@@ -26,13 +26,15 @@ def validate_without_java(specs: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(("file", "old", "new", "expected"), [
     ("consumers.yaml", "WHERE payment_id IS NOT NULL", "WHERE payment_idd IS NOT NULL",
-     r"consumers\.yaml:\d+:\d+: \$\.consumers\[0\]\.query: consumer 'fraud-scoring': Column 'payment_idd' could "
+     r"consumers\.yaml:\d+:\d+: \$\.consumers\[0\]\.query: consumer 'fraud-scoring': SQL line 12, column 7: "
+     r"Column 'payment_idd' could "
      r"not be resolved \(the input columns are: payment_id, account_id"),
     ("consumers.yaml", "FROM input\n      WHERE", "FROM input\n      WHERE WHERE",
      r"consumers\.yaml:\d+:\d+: \$\.consumers\[0\]\.query: consumer 'fraud-scoring': SQL line \d+, column \d+: "
      r"syntax error"),
     ("consumers.yaml", "GROUP BY user_id, session_window(event_time, '30 minutes')", "GROUP BY user_id",
-     r"\$\.consumers\[1\]\.query: consumer 'clickstream-sessionizer': Column 'start' could not be resolved"),
+     r"\$\.consumers\[1\]\.query: consumer 'clickstream-sessionizer': SQL line \d+, column \d+: Column 'start' could "
+     r"not be resolved"),
     ("acls.yaml", "    resource: {type: topic, name: payments.fraud-scores.v1}\n    operations: [write, describe]",
      "    resource: {type: topic, name: payments.fraud-scores.v1}\n    operations: [describe]",
      r"consumers\.yaml:\d+:\d+: \$\.consumers\[0\]: consumer 'fraud-scoring': user 'fraud-scoring' has no ACL "

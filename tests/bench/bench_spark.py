@@ -29,6 +29,12 @@ the first that was not until it is under 30%, each rate held --window seconds. T
 and 90% of that rate, and the Kafka-only floor at those rates. The producer is Python on the same two cores:
 where it cannot reach a rate, the search says so and stops.
 
+Formats (`--sections formats`): the same --records records, as JSON on bench.in and as Avro in the Confluent wire
+format on bench.avro (6 partitions each; the schema registered in a registry kraftform runs beside the cluster,
+the records serialized with fastavro after the 5-byte header), read with the same projection by the throughput
+profile: Avro (spark-avro's from_avro, the reader schema cut to the fields read), JSON (from_json, the same cut),
+and each topic's values unparsed; passes alternate, twice each, after a warm-up of each.
+
 Floor (`--sections floor`): the Kafka-only floor at each of --rates with the sustained section's producer and
 reader (lz4 batches on a 2-partition topic), no Spark.
 """
@@ -38,6 +44,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import io
 import json
 import os
 import random
@@ -47,9 +54,11 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import yaml
 from confluent_kafka import Consumer, Producer
 
@@ -86,9 +95,19 @@ LIVE_FLOOR = "bench.live.floor"
 SENT_MS = re.compile(rb'"sent_ms":\s*(\d+)')
 
 
-def write_specs(root: Path, secret: Path, overrides: tuple[str, ...] | list[str] = ()) -> None:
+#: The bench's JSON records as an Avro record (the formats section).
+AVRO_SCHEMA = {"type": "record", "name": "Event", "namespace": "bench", "fields": [
+    {"name": "user_id", "type": "string"}, {"name": "url", "type": "string"}, {"name": "device", "type": "string"},
+    {"name": "amount", "type": "double"},
+    {"name": "event_time", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "payload", "type": "string"}, {"name": "sent_ms", "type": "long"}]}
+
+
+def write_specs(root: Path, secret: Path, overrides: tuple[str, ...] | list[str] = (), registry_port: int = 0
+                ) -> None:
     """The bench's specs; `overrides` are `PROFILE.SECTION.KEY=VALUE` settings layered on the built-in profiles
-    (`latency.producer.linger.ms=1`), so a setting can be tried without editing kraftform."""
+    (`latency.producer.linger.ms=1`), so a setting can be tried without editing kraftform. With `registry_port`,
+    a registry beside the cluster and an Avro twin of bench.in (the formats section)."""
     root.mkdir(parents=True, exist_ok=True)
     topics = [{"name": "bench.in", "partitions": 6}, {"name": "bench.lat", "partitions": 2},
               {"name": "bench.floor", "partitions": 2}]
@@ -115,7 +134,7 @@ def write_specs(root: Path, secret: Path, overrides: tuple[str, ...] | list[str]
     consumers += [{**base, "name": f"live-{profile}", "topics": ["bench.live"], "profile": profile, "query": RELAY,
                    "starting_offsets": "latest", "group_id_prefix": f"bench-live-{profile}",
                    "sink": {"type": "kafka", "topic": f"bench.live.out.{profile}"}} for profile in LIVE_PROFILES]
-    docs = {
+    docs: dict[str, dict[str, Any]] = {
         "cluster.yaml": {"cluster": {"name": CLUSTER.name, "brokers": 3, "racks": list(CLUSTER.racks),
                                      "defaults": {"replication_factor": 3, "min_insync_replicas": 2},
                                      "managed_scope": {"topic_prefixes": ["bench."]}}},
@@ -126,6 +145,17 @@ def write_specs(root: Path, secret: Path, overrides: tuple[str, ...] | list[str]
         "profiles.yaml": {"profiles": [{"name": "untuned", "spark": {}}, *profile_overrides(overrides)]},
         "consumers.yaml": {"consumers": consumers},
     }
+    if registry_port:
+        (root / "schemas").mkdir(exist_ok=True)
+        (root / "schemas" / "event.avsc").write_text(json.dumps(AVRO_SCHEMA))
+        docs["cluster.yaml"]["registry"] = {"port": registry_port}
+        topics.append({"name": "bench.avro", "partitions": 6, "schemas": {"value": "schemas/event.avsc"}})
+        consumers += [{**base, "name": "avro", "topics": ["bench.avro"], "profile": "throughput",
+                       "value": {"format": "avro"}, "query": PROJECTION, "group_id_prefix": "bench-avro",
+                       "sink": {"type": "noop"}},
+                      {**base, "name": "raw-avro", "topics": ["bench.avro"], "profile": "throughput",
+                       "value": {"format": "string"}, "query": "SELECT key, value FROM input",
+                       "group_id_prefix": "bench-raw-avro", "sink": {"type": "noop"}}]
     for name, data in docs.items():
         (root / name).write_text(yaml.safe_dump(data, sort_keys=False))
 
@@ -143,18 +173,28 @@ def consumer_of(specs: SpecSet, name: str) -> ConsumerSpec:
     return next(c for c in specs.consumers if c.name == name)
 
 
-def produce_records(admin: Connection, topic: str, count: int) -> float:
-    """About 1 KB JSON records as fast as the producer goes; returns seconds."""
+def produce_records(admin: Connection, topic: str, count: int, avro_id: int | None = None) -> float:
+    """About 1 KB JSON records as fast as the producer goes; returns seconds. With `avro_id`, the same records
+    in Avro, in the Confluent wire format with that schema id."""
     producer = Producer({**admin.librdkafka(), "linger.ms": 20, "batch.size": 1_000_000, "compression.type": "lz4"})
     rng = random.Random(1)
+    parsed = fastavro.parse_schema(AVRO_SCHEMA)
+    header = b"\0" + (avro_id or 0).to_bytes(4, "big")
+    event_time = datetime.datetime(2026, 11, 23, 10, tzinfo=datetime.UTC)
     started = time.monotonic()
     for i in range(count):
         value = {"user_id": f"user-{rng.randrange(5000)}", "url": f"/p/{rng.randrange(100)}", "device": "mobile",
                  "amount": round(rng.random() * 100, 2), "event_time": "2026-11-23T10:00:00.000Z",
                  "payload": "x" * 850, "sent_ms": 0}
+        if avro_id is None:
+            data = json.dumps(value).encode()
+        else:
+            body = io.BytesIO()
+            fastavro.schemaless_writer(body, parsed, {**value, "event_time": event_time})
+            data = header + body.getvalue()
         while True:
             try:
-                producer.produce(topic, json.dumps(value).encode(), key=str(i).encode())
+                producer.produce(topic, data, key=str(i).encode())
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -164,13 +204,15 @@ def produce_records(admin: Connection, topic: str, count: int) -> float:
     return time.monotonic() - started
 
 
-def spark_pass(spark: Any, specs: SpecSet, name: str, connection: Connection, work: Path, every_field: bool = False
-               ) -> tuple[int, float, float]:
+def spark_pass(spark: Any, specs: SpecSet, name: str, connection: Connection, work: Path, every_field: bool = False,
+               writers: Mapping[str, str] | None = None) -> tuple[int, float, float]:
     """One availableNow pass from the start of the topic: rows, seconds from query start to its end, and
     seconds the micro-batches themselves took (without starting the query). `every_field`: parse the whole
     value, as kraftform did before it parsed only the fields the query reads."""
     consumer = consumer_of(specs, name)
     settings = job_settings(consumer, specs)
+    if writers:
+        settings = dataclasses.replace(settings, avro_writers=writers)
     if every_field:
         settings = dataclasses.replace(settings, facts=dataclasses.replace(settings.facts, reads=None))
     where = placement(consumer, work / f"{name}-{time.monotonic_ns()}")
@@ -333,6 +375,8 @@ def main() -> None:
                         help="the profiles whose sustainable rate is searched (sustained section)")
     parser.add_argument("--from-rate", type=float, default=2000.0,
                         help="the input rate the search starts from (sustained section)")
+    parser.add_argument("--registry-port", type=int, default=18181,
+                        help="the port of the registry started beside the cluster (formats section)")
     parser.add_argument("--window", type=float, default=45.0,
                         help="seconds each input rate is held while the lag is watched (sustained; at least 3 "
                              "trigger intervals: the throughput profile's is 10 s)")
@@ -351,10 +395,11 @@ def main() -> None:
     secret = work / "password"
     secret.write_text("bench-password-1")
     specs_dir = work / "specs"
-    write_specs(specs_dir, secret, args.set)
+    write_specs(specs_dir, secret, args.set, registry_port=args.registry_port if "formats" in sections else 0)
     specs = load_specs(specs_dir)
     apply_cluster(admin, specs, plan_cluster(admin, specs), ApplyOptions(allow_destructive=True), lambda _m: None)
     job = Connection(admin.bootstrap, "SASL_SSL", "SCRAM-SHA-512", USER, "bench-password-1", admin.ca_path)
+    writers = registered_writers(specs, state) if "formats" in sections else {}
 
     spark = spark_session(job_settings(consumer_of(specs, "tput"), specs), work)
     print(settle(), flush=True)
@@ -367,8 +412,54 @@ def main() -> None:
         sustained(spark, specs, admin, job, work, args.window, args.live.split(","), args.from_rate)
     if "floor" in sections:
         floors(admin, rates, args.window)
+    if "formats" in sections:
+        formats(spark, specs, admin, job, work, args.records, writers)
     spark.stop()
     print(f"\nwork directory: {work}; cluster state: {state} (`kraftform cluster down --state-dir {state} --purge`)")
+
+
+def registered_writers(specs: SpecSet, state: Path) -> dict[str, str]:
+    """The registry beside the cluster started (as `kraftform registry up` does), the Avro subject registered as
+    `kraftform apply` does; its versions by id, as `kraftform consumers run` reads them."""
+    from kraftform.declared import consumer_gate
+    from kraftform.plan.live import ownership_of
+    from kraftform.registry.reconcile import apply_subjects, plan_subjects
+    from kraftform.runtime.registry import avro_writers, local_registry
+
+    assert specs.registry is not None
+    registry = local_registry(state, specs.registry)
+    if not registry.running():
+        print("starting the schema registry ...", flush=True)
+        registry.up(lambda _line: None)
+    rest = registry.client()
+    owns = ownership_of(specs).topic
+    apply_subjects(rest, plan_subjects(rest, specs, owns, consumer_gate(specs)), False, lambda _line: None)
+    return avro_writers(specs, state, consumer_of(specs, "avro"))
+
+
+def formats(spark: Any, specs: SpecSet, admin: Connection, job: Connection, work: Path, records: int,
+            writers: Mapping[str, str]) -> None:
+    [schema_id] = (int(i) for i in writers)
+    for topic, avro_id in (("bench.in", None), ("bench.avro", schema_id)):
+        print(f"producing {records} records of ~1 KB to {topic} ({'Avro' if avro_id else 'JSON'}) ...", flush=True)
+        took = produce_records(admin, topic, records, avro_id)
+        print(f"  {records / took:,.0f} records/s produced", flush=True)
+    passes = (("Avro, from_avro, fields read", "avro"), ("JSON, from_json, fields read", "tput"),
+              ("Avro bytes unparsed", "raw-avro"), ("JSON text unparsed", "raw"))
+    for _label, name in passes:
+        spark_pass(spark, specs, name, job, work, writers=writers)  # warm-up (JIT)
+    print("\nformats (records/s, 1 KB records, projection of 3 fields, noop sink, throughput profile; local[2]): by "
+          "wall time from the query's start, and by the time its micro-batches took")
+    rates: dict[str, list[float]] = {}
+    for round_ in (1, 2):
+        for label, name in passes:
+            rows, took, batches = spark_pass(spark, specs, name, job, work, writers=writers)
+            rates.setdefault(name, []).append(rows / batches)
+            print(f"  {label:32s} ({round_}) {rows / took:10,.0f}  {rows / batches:10,.0f}   ({rows} rows in "
+                  f"{took:.1f} s, batches {batches:.1f} s; {load()})", flush=True)
+    best = {name: max(values) for name, values in rates.items()}
+    print(f"  Avro at {best['avro'] / best['raw-avro']:.0%} of its unparsed rate, JSON at "
+          f"{best['tput'] / best['raw']:.0%} of its own (best of two, by batch time)", flush=True)
 
 
 def load() -> str:

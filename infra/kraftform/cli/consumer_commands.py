@@ -286,9 +286,13 @@ def cmd_feed(args: argparse.Namespace) -> int:
     def progress(sent: int, seconds: float) -> None:
         print(f"{sent} records in {seconds:.0f} s to {', '.join(consumer.topics)}", file=sys.stderr, flush=True)
 
+    from kraftform.runtime.registry import declared_schema_id
+
+    avro_id = declared_schema_id(specs, None if args.command_config else args.state_dir, consumer)
     try:
         seed = args.seed if args.seed is not None else time.time_ns()
-        sent = produce_paced(_cluster(args), records(consumer, seed), args.rate, args.count, progress=progress)
+        sent = produce_paced(_cluster(args), records(consumer, seed, avro_id=avro_id), args.rate, args.count,
+                             progress=progress)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 0

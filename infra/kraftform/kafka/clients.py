@@ -106,7 +106,7 @@ def end_offsets(connection: Connection, topics: Iterable[str], timeout: float = 
             for tp, future in futures.items()}
 
 
-def produce_paced(connection: Connection, records: Iterable[tuple[str, str | None, str]], rate: float,
+def produce_paced(connection: Connection, records: Iterable[tuple[str, str | None, str | bytes]], rate: float,
                   count: int | None, settings: dict[str, Any] | None = None,
                   progress: Callable[[int, float], None] | None = None) -> int:
     """Produce (topic, key, value) records at about `rate` per second, `count` of them (None: until
@@ -134,7 +134,8 @@ def produce_paced(connection: Connection, records: Iterable[tuple[str, str | Non
                 break
             while True:
                 try:
-                    producer.produce(topic, value=value.encode(), key=None if key is None else key.encode(),
+                    producer.produce(topic, value=value.encode() if isinstance(value, str) else value,
+                                     key=None if key is None else key.encode(),
                                      on_delivery=delivered)
                     break
                 except BufferError:

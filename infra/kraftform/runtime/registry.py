@@ -242,3 +242,17 @@ def avro_writers(specs: SpecSet, state_dir: Path | None, consumer: ConsumerSpec)
     from kraftform.registry.reconcile import writer_schemas
 
     return writer_schemas(registry_client(specs, state_dir), specs, consumer)
+
+
+def declared_schema_id(specs: SpecSet, state_dir: Path | None, consumer: ConsumerSpec) -> int | None:
+    """The registry's id of the value schema an Avro consumer's topics declare (what a producer of its records
+    writes into the Confluent header); None for any other consumer."""
+    if consumer.value.format != "avro":
+        return None
+    rest = registry_client(specs, state_dir)
+    subject = next(s for s in specs.subjects if s.part == "value" and s.topic in consumer.topics)
+    version = rest.lookup(subject.name, subject.schema, subject.schema_type)
+    if version is None:
+        raise UsageError(f"subject {subject.name!r} has no version with the declared schema ({subject.file}): run "
+                         f"`kraftform apply` first")
+    return rest.version(subject.name, version).id

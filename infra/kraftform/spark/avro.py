@@ -8,9 +8,12 @@ type is that type, nullable; enums and uuids are strings, fixed and bytes binary
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import fastavro
 
 PRIMITIVES: Mapping[str, str] = {
     "null": "VOID", "boolean": "BOOLEAN", "int": "INT", "long": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
@@ -96,6 +99,20 @@ def reader_schema(text: str, reads: Sequence[str] | None) -> str:
     definitions = _definitions([f for f in schema["fields"] if f["name"] not in kept])
     pruned = {**schema, "fields": [_with_definitions(f, definitions) for f in fields]}
     return json.dumps(pruned, separators=(",", ":"))
+
+
+def encoder(text: str, schema_id: int) -> Callable[[Mapping[str, Any]], bytes]:
+    """Values -> the Confluent wire format: a 0 byte, the schema's id in the registry (4 bytes, big-endian), the
+    Avro body; what a producer's AvroSerializer writes and the job's `from_avro` reads after the header."""
+    parsed = fastavro.parse_schema(json.loads(text))
+    header = b"\0" + schema_id.to_bytes(4, "big")
+
+    def encode(value: Mapping[str, Any]) -> bytes:
+        body = io.BytesIO()
+        fastavro.schemaless_writer(body, parsed, value)
+        return header + body.getvalue()
+
+    return encode
 
 
 def _definitions(fields: list[dict[str, Any]]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -117,20 +118,23 @@ def avro_decoded(consumer: ConsumerSpec, settings: JobSettings) -> Any:
     assert consumer.value.schema is not None
     reader = avro.reader_schema(consumer.value.schema, settings.facts.reads)
     value = F.col("value")
-    schema_id = F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("int")
+    # Each known header (0, then the id) is compared as 5 bytes: no per-record hex or number parsing.
+    header = F.substring(value, 1, 5)
     body = F.expr("substring(value, 6)")
-    decoded = F.when(value.isNull(), F.lit(None)).when(
-        (F.length(value) < 5) | (F.hex(F.substring(value, 1, 1)) != F.lit("00")),
-        F.raise_error(F.concat(F.lit(f"consumer {consumer.name}: a record of topic "), F.col("topic"),
-                               F.lit(" is not in the Confluent wire format (no 0 byte and schema id) at offset "),
-                               F.col("offset").cast("string"))))
+    decoded = F.when(value.isNull(), F.lit(None))
     for writer_id, writer in sorted(settings.avro_writers.items()):
-        decoded = decoded.when(schema_id == int(writer_id),
+        decoded = decoded.when(header == F.lit(b"\0" + int(writer_id).to_bytes(4, "big")),
                                from_avro(body, writer, {"avroSchema": reader, "mode": "FAILFAST"}))
+    where = [F.lit(f"consumer {consumer.name}: the record of topic "), F.col("topic"), F.lit(" at offset "),
+             F.col("offset").cast("string")]
+    schema_id = F.conv(F.hex(F.substring(value, 2, 4)), 16, 10)
     known = ", ".join(sorted(settings.avro_writers, key=int))
-    return decoded.otherwise(F.raise_error(F.concat(
-        F.lit(f"consumer {consumer.name}: a record of topic "), F.col("topic"), F.lit(" at offset "),
-        F.col("offset").cast("string"), F.lit(" was written with schema id "), schema_id.cast("string"),
+    return decoded.when(
+        (F.length(value) < 5) | (F.substring(value, 1, 1) != F.lit(b"\0")),
+        F.raise_error(F.concat(*where, F.lit(" is not in the Confluent wire format (a 0 byte, then the schema "
+                                             "id)")))
+    ).otherwise(F.raise_error(F.concat(
+        *where, F.lit(" was written with schema id "), schema_id,
         F.lit(f", registered after the job started (it knows {known}): start the consumer again through "
               f"kraftform, which reads the registry again"))))
 
@@ -264,6 +268,9 @@ def explain_failure(exc: BaseException, consumer: ConsumerSpec) -> KraftformErro
                                  "failOnDataLoss stops the job rather than skip them")):
         if marker in text:
             return KraftformError(f"consumer {consumer.name!r} failed: {meaning} ({marker})")
+    raised = re.search(r"\[USER_RAISED_EXCEPTION\] (.+?)(?: SQLSTATE: \w+)?$", text, re.MULTILINE)
+    if raised:  # the job's own raise_error (an Avro record it cannot decode): its words, once
+        return KraftformError(raised.group(1).strip()[:1000])
     lines = text.splitlines()
     if "Traceback (most recent call last)" in text:  # a Python sink or transform failed: its own last line
         python = lines[next(i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line):]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,9 @@ from confluent_kafka import Consumer
 
 from kraftform.errors import UsageError
 from kraftform.kafka.clients import end_offsets, produce_paced
+from kraftform.registry.reconcile import writer_schemas
+from kraftform.registry.rest import RegistryRest
+from kraftform.spark import avro
 from kraftform.specset.model import ConsumerSpec
 from kraftform.testing.cluster import EphemeralCluster
 
@@ -44,20 +48,38 @@ def session(cluster: EphemeralCluster, work_dir: Path) -> Any:
 
 
 def run_consumer(cluster: EphemeralCluster, spark: Any, name: str, records: Iterable[Record | Any],
-                 work_dir: Path) -> list[dict[str, Any]]:
+                 work_dir: Path, registry: Callable[[], RegistryRest] | None = None) -> list[dict[str, Any]]:
     """Produce `records` (bare values go to the consumer's first topic), run consumer `name` until it has read
     them, and return what its sink received: a Kafka sink's records committed by this run ({key, value}, JSON
-    values decoded), a Parquet sink's rows (all of them); a console or noop sink has none. A second run of the
-    same consumer in the same `work_dir` continues from its checkpoint, as in production."""
+    values decoded), a Parquet sink's rows (all of them); a console or noop sink has none. An Avro consumer's
+    dict values are written as a producer writes them (the declared schema, in the Confluent wire format with
+    its id from `registry`, the test registry kraftform's client). A second run of the same consumer in the same
+    `work_dir` continues from its checkpoint, as in production."""
     from kraftform.spark.checkpoint import prepare
     from kraftform.spark.job import placement, run_until_stopped, start_query
     from kraftform.spark.settings import job_settings
 
     consumer = declared_consumer(cluster, name)
     produced = [r if isinstance(r, tuple) and len(r) == 3 else (consumer.topics[0], None, r) for r in records]
-    produce_paced(cluster.admin, ((t, k, v if isinstance(v, str) else json.dumps(v)) for t, k, v in produced),
-                  rate=1e9, count=None, settings={"acks": "all"})
     settings = job_settings(consumer, cluster.specs)
+    to_avro: Callable[[Any], bytes] | None = None
+    if consumer.value.format == "avro":
+        if registry is None:
+            raise UsageError(f"consumer {name!r} reads Avro: its records need the test's schema registry")
+        rest = registry()
+        settings = replace(settings, avro_writers=writer_schemas(rest, cluster.specs, consumer))
+        subject = next(s for s in cluster.specs.subjects if s.part == "value" and s.topic in consumer.topics)
+        version = rest.lookup(subject.name, subject.schema, subject.schema_type)
+        assert version is not None  # the registry fixture registered every declared subject
+        to_avro = avro.encoder(subject.schema, rest.version(subject.name, version).id)
+
+    def encode(value: Any) -> str | bytes:
+        if isinstance(value, (str, bytes)):
+            return value
+        return to_avro(value) if to_avro is not None else json.dumps(value)
+
+    produce_paced(cluster.admin, ((t, k, encode(v)) for t, k, v in produced), rate=1e9, count=None,
+                  settings={"acks": "all"})
     where = placement(consumer, work_dir)
     sink_topic = consumer.sink.topic if consumer.sink.type == "kafka" else None
     before = end_offsets(cluster.admin, [sink_topic]) if sink_topic else {}

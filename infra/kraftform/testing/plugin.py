@@ -120,14 +120,17 @@ def kraftform_spark(kafka_cluster: EphemeralCluster, tmp_path_factory: pytest.Te
 
 
 @pytest.fixture
-def kafka_consumer(kafka_cluster: EphemeralCluster, kraftform_spark: Any, tmp_path: Path) -> Any:
+def kafka_consumer(kafka_cluster: EphemeralCluster, kraftform_spark: Any, tmp_path: Path,
+                   request: pytest.FixtureRequest) -> Any:
     """`kafka_consumer(name, records)`: produce `records` ((topic, key, value), or bare values for the
-    consumer's first topic; dicts are sent as JSON), run the declared consumer `name` until it has read them,
-    and return what its sink received (`testing.consumers.run_consumer`)."""
+    consumer's first topic; dicts are sent as JSON, or for an Avro consumer in Avro through the `schema_registry`
+    fixture, started when first needed), run the declared consumer `name` until it has read them, and return what
+    its sink received (`testing.consumers.run_consumer`)."""
     from kraftform.testing.consumers import run_consumer
 
     def run(name: str, records: Any = ()) -> list[dict[str, Any]]:
-        return run_consumer(kafka_cluster, kraftform_spark, name, records, tmp_path)
+        return run_consumer(kafka_cluster, kraftform_spark, name, records, tmp_path,
+                            lambda: request.getfixturevalue("schema_registry").admin)
 
     return run
 

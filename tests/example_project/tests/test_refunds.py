@@ -1,5 +1,6 @@
 """Refunds in Avro: the declared schema, registered in the test cluster's registry by kraftform's pytest plugin,
-serialized and read back by confluent-kafka's own Avro serializer and deserializer."""
+serialized and read back by confluent-kafka's own Avro serializer and deserializer, and read by the declared
+Spark pipeline."""
 
 from __future__ import annotations
 
@@ -39,3 +40,10 @@ def test_a_refund_written_with_the_declared_schema_reads_back(kafka_cluster: Eph
         assert AvroDeserializer(registry)(value, context) == refund
     finally:
         consumer.close()
+
+
+def test_the_refund_pipeline_reads_refunds_in_avro(kafka_consumer: Any) -> None:
+    rows = kafka_consumer("refund-reasons", [{"order_id": "r-1", "cents": 500, "reason": "damaged"},
+                                             {"order_id": "r-2", "cents": 20, "reason": None}])
+    assert sorted((r["order_id"], r["cents"], r["reason"]) for r in rows if r["order_id"].startswith("r-")) == [
+        ("r-1", 500, "damaged"), ("r-2", 20, "unknown")]

@@ -40,6 +40,7 @@ PAYMENT: dict[str, Any] = {
 PAYMENT_V2 = {**PAYMENT, "fields": [*PAYMENT["fields"], {"name": "currency", "type": "string", "default": "EUR"}]}
 PER_VERSION = 3_000
 PER_BATCH = 1_000
+FED = 500
 
 
 def _write_specs(registry: Registry, password_file: Path, schema: dict[str, Any], level: str = "BACKWARD") -> None:
@@ -107,6 +108,9 @@ def test_a_spark_consumer_reads_two_versions_of_avro_exactly_once_across_a_sigte
     _produce(registry, tmp_path, PER_VERSION, PER_VERSION, "USD")
     versions = registry.client().versions(f"{TOPIC}-value")
     assert len(versions) == 2
+    # `consumers feed` writes the declared version too, records shaped by its fields
+    fed = registry.kraftform(f"consumers feed {CONSUMER}", "--count", str(FED), "--rate", "5000")
+    assert fed.returncode == 0 and f"produced {FED} records" in fed.stdout, fed.stdout + fed.stderr
 
     data = tmp_path / "data"
     seen: list[str] = []
@@ -129,12 +133,13 @@ def test_a_spark_consumer_reads_two_versions_of_avro_exactly_once_across_a_sigte
 
     rows = ds.dataset(data / "payments", format="parquet").to_table().to_pylist()
     counts = Counter(r["payment_id"] for r in rows)
-    assert len(counts) == 2 * PER_VERSION and set(counts.values()) == {1}, \
+    assert len(counts) == 2 * PER_VERSION + FED and set(counts.values()) == {1}, \
         f"{len(rows)} rows, {len(counts)} ids, duplicated: {[k for k, n in counts.items() if n > 1][:5]}"
     by_id = {r["payment_id"]: r for r in rows}
     assert {by_id[f"p-{i}"]["currency"] for i in range(PER_VERSION)} == {"EUR"}  # v1 records: the default
     assert {by_id[f"p-{i}"]["currency"] for i in range(PER_VERSION, 2 * PER_VERSION)} == {"USD"}
     assert by_id["p-1234"]["cents"] == pytest.approx(1234.0)
+    assert {r["currency"] for r in rows if not r["payment_id"].startswith("p-")} <= {"EUR", "USD", "GBP", "JPY"}
     assert by_id["p-42"]["event_time"].timestamp() == pytest.approx(1_700_000_000.042)
 
     # The registry's check turned off, `amount` made a string: the registry would take it, the consumer's SQL
@@ -149,3 +154,14 @@ def test_a_spark_consumer_reads_two_versions_of_avro_exactly_once_across_a_sigte
     assert refused.returncode == 1 and says in refused.stdout + refused.stderr, refused.stdout + refused.stderr
     assert registry.client().versions(f"{TOPIC}-value") == versions
     _write_specs(registry, password, PAYMENT_V2)
+
+    # A record written with a version the job does not know stops it with the id, rather than become nulls.
+    unknown = b"\0" + (999_999).to_bytes(4, "big") + b"\x02"
+    producer = Producer(read_connection(registry.state / "admin.properties").librdkafka())
+    producer.produce(TOPIC, unknown, key="unknown")
+    assert producer.flush(30) == 0
+    third = _run(registry, data, "--available-now")
+    out, _ = third.communicate(timeout=600)
+    assert third.returncode == 1, out[-4000:]
+    assert "was written with schema id 999999, registered after the job started" in out, out[-4000:]
+    assert len(ds.dataset(data / "payments", format="parquet").to_table()) == len(rows)  # nothing written

@@ -100,7 +100,7 @@ def test_a_sigkilled_session_leaves_nothing_the_next_two_at_once_trip_over(tmp_p
         assert again.returncode == 0, output[-4000:]
         # kraftform adds nothing to a user's warnings summary (kafka-python's deprecated resource reads included).
         assert "warning" not in output.lower(), output[-4000:]
-    assert "7 passed" in outputs[0] and "4 passed" in outputs[1], outputs[0][-2000:] + outputs[1][-2000:]
+    assert "8 passed" in outputs[0] and "4 passed" in outputs[1], outputs[0][-2000:] + outputs[1][-2000:]
     first, second = (json.loads(r.read_text()) for r in reports)
     assert first["name"] != second["name"] and first["bootstrap"] != second["bootstrap"]
     assert first["state"] != second["state"] and state not in (Path(first["state"]), Path(second["state"]))

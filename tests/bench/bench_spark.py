@@ -424,10 +424,10 @@ def registered_writers(specs: SpecSet, state: Path) -> dict[str, str]:
     from kraftform.declared import consumer_gate
     from kraftform.plan.live import ownership_of
     from kraftform.registry.reconcile import apply_subjects, plan_subjects
-    from kraftform.runtime.registry import avro_writers, local_registry
+    from kraftform.runtime.registry import avro_writers, runtime_registry
 
     assert specs.registry is not None
-    registry = local_registry(state, specs.registry)
+    registry = runtime_registry(state, specs.registry)
     if not registry.running():
         print("starting the schema registry ...", flush=True)
         registry.up(lambda _line: None)

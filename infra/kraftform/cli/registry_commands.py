@@ -62,25 +62,25 @@ def _declared(specs: SpecSet) -> RegistrySpec:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from kraftform.runtime.registry import local_registry
+    from kraftform.runtime.registry import runtime_registry
 
-    registry = local_registry(args.state_dir, _declared(load_specs(args.specs_dir)))
+    registry = runtime_registry(args.state_dir, _declared(load_specs(args.specs_dir)))
     print(f"schema registry: {registry.up(_progress)}")
     return 0
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from kraftform.runtime.registry import local_registry
+    from kraftform.runtime.registry import runtime_registry
 
-    local_registry(args.state_dir, _declared(load_specs(args.specs_dir))).down(purge=args.purge)
+    runtime_registry(args.state_dir, _declared(load_specs(args.specs_dir))).down(purge=args.purge)
     print("schema registry: stopped" + (" and removed" if args.purge else ""))
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from kraftform.runtime.registry import local_registry
+    from kraftform.runtime.registry import runtime_registry
 
-    registry = local_registry(args.state_dir, _declared(load_specs(args.specs_dir)))
+    registry = runtime_registry(args.state_dir, _declared(load_specs(args.specs_dir)))
     if not registry.running():
         print(f"schema registry: not running ({registry.url})")
         return 1
@@ -91,9 +91,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_certificate(args: argparse.Namespace) -> int:
-    from kraftform.runtime.registry import local_registry
+    from kraftform.runtime.registry import runtime_registry
 
-    registry = local_registry(args.state_dir, _declared(load_specs(args.specs_dir)))
+    registry = runtime_registry(args.state_dir, _declared(load_specs(args.specs_dir)))
     cert, key = registry.reader_certificate(args.name, args.out)
     print(f"{cert}\n{key}")
     return 0

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import shlex
-import tarfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +52,7 @@ from kraftform.runtime.connect import (
     START_TIMEOUT_S,
     serves,
 )
+from kraftform.runtime.engine import owned_tar
 from kraftform.runtime.local import last_error_line
 from kraftform.specset.model import ConnectSpec
 from kraftform.versions import CONNECT_VERSION
@@ -168,32 +167,6 @@ def _cat(container: Container, path: str) -> str | None:
     return result.output.decode(errors="replace") if result.exit_code == 0 else None
 
 
-def _tar(entries: Mapping[str, tuple[bytes, int]], trees: Mapping[str, Path], private: tuple[str, ...]) -> bytes:
-    """Files (path -> (bytes, mode)) and directories of this machine copied to container paths, owned by the
-    container's user; the directories `private` made too, even empty, and only that user's to read."""
-    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.uid = info.gid = CONTAINER_UID
-        info.uname = info.gname = ""
-        return info
-
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        # Not the image's own top-level directories (/etc, /opt): their owner and mode stay as they are.
-        directories = {str(parent) for path in [*entries, *(f"{p}/-" for p in private)]
-                       for parent in Path(path.lstrip("/")).parents if len(parent.parts) > 1}
-        for directory in sorted(directories):
-            info = owned(tarfile.TarInfo(directory))
-            info.type, info.mode = tarfile.DIRTYPE, 0o700 if f"/{directory}" in private else 0o755
-            tar.addfile(info)
-        for path, (data, mode) in sorted(entries.items()):
-            info = owned(tarfile.TarInfo(path.lstrip("/")))
-            info.size, info.mode = len(data), mode
-            tar.addfile(info, io.BytesIO(data))
-        for target, source in sorted(trees.items()):
-            tar.add(str(source), arcname=target.lstrip("/"), filter=owned)
-    return buffer.getvalue()
-
-
 class DockerConnectWorkers:
     """The worker containers of one Connect cluster on a Docker engine. `ca_path`: the cluster CA's PEM file, which
     kraftform's REST client checks the workers' certificates against."""
@@ -250,7 +223,7 @@ class DockerConnectWorkers:
         for container in self._running():
             unwritten, unread = self._stale_in(container)
             if unwritten:
-                container.put_archive("/", _tar({f"{files.logins}/{u}": (self.d.logins[u].encode(), 0o600)
+                container.put_archive("/", owned_tar({f"{files.logins}/{u}": (self.d.logins[u].encode(), 0o600)
                                                  for u in sorted(unwritten)}, {}, (files.logins,)))
             stale |= unwritten | unread
         return frozenset(stale)
@@ -258,7 +231,7 @@ class DockerConnectWorkers:
     def mark_logins_applied(self) -> None:
         """The connectors' tasks now run with the passwords the workers hold (an update restarted them)."""
         for container in self._running():
-            container.put_archive("/", _tar({f"{APPLIED_LOGINS}/{u}": (_login_digest(p).encode(), 0o600)
+            container.put_archive("/", owned_tar({f"{APPLIED_LOGINS}/{u}": (_login_digest(p).encode(), 0o600)
                                              for u, p in sorted(self.d.logins.items())}, {}, (APPLIED_LOGINS,)))
 
     def _running(self) -> list[Container]:
@@ -323,7 +296,7 @@ class DockerConnectWorkers:
             networking_config=networking)
         container = self.client.containers.get(response["Id"])
         trees = {HOME: home, **{f"{PLUGINS}/{n}": p for n, p in plugins.items()}}
-        container.put_archive("/", _tar(entries, trees, (files.logins, APPLIED_LOGINS)))
+        container.put_archive("/", owned_tar(entries, trees, (files.logins, APPLIED_LOGINS)))
         return container
 
     def _remove(self, container: Container) -> None:

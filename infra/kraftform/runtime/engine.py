@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import docker
@@ -123,3 +123,29 @@ def remove_if_present(client: docker.DockerClient, name: str) -> None:
 
     until(f"old container {name} to be removed", 5.0, gone, interval=0.1, error=EnvironmentMissing)
 
+
+def owned_tar(entries: Mapping[str, tuple[bytes, int]], trees: Mapping[str, Path], private: tuple[str, ...] = ()
+              ) -> bytes:
+    """Files (path -> (bytes, mode)) and directories of this machine copied to container paths, owned by the
+    container's user; the directories `private` made too, even empty, and only that user's to read."""
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = CONTAINER_UID
+        info.uname = info.gname = ""
+        return info
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        # Not the image's own top-level directories (/etc, /opt): their owner and mode stay as they are.
+        directories = {str(parent) for path in [*entries, *(f"{p}/-" for p in private)]
+                       for parent in Path(path.lstrip("/")).parents if len(parent.parts) > 1}
+        for directory in sorted(directories):
+            info = owned(tarfile.TarInfo(directory))
+            info.type, info.mode = tarfile.DIRTYPE, 0o700 if f"/{directory}" in private else 0o755
+            tar.addfile(info)
+        for path, (data, mode) in sorted(entries.items()):
+            info = owned(tarfile.TarInfo(path.lstrip("/")))
+            info.size, info.mode = len(data), mode
+            tar.addfile(info, io.BytesIO(data))
+        for target, source in sorted(trees.items()):
+            tar.add(str(source), arcname=target.lstrip("/"), filter=owned)
+    return buffer.getvalue()

@@ -12,7 +12,7 @@ from pathlib import Path
 from kraftform.declared import consumer_gate
 from kraftform.errors import ClusterUnhealthy, UsageError
 from kraftform.registry.rest import RegistryRest
-from kraftform.runtime.registry import LocalRegistry
+from kraftform.runtime.registry_base import KraftformRegistry
 from kraftform.testing.cluster import EphemeralCluster
 
 
@@ -23,7 +23,7 @@ class SchemaRegistry:
 
     admin: RegistryRest
     certificates: Path
-    local: LocalRegistry
+    local: KraftformRegistry
 
     @property
     def url(self) -> str:
@@ -44,7 +44,7 @@ def running_registry(cluster: EphemeralCluster) -> Iterator[SchemaRegistry]:
     """The specs' registry beside `cluster`, its subjects as declared; stopped and removed on exit."""
     from kraftform.plan.live import ownership_of
     from kraftform.registry.reconcile import apply_subjects, plan_subjects
-    from kraftform.runtime.registry import local_registry
+    from kraftform.runtime.registry import runtime_registry
 
     spec = cluster.specs.registry
     if spec is None:
@@ -52,7 +52,7 @@ def running_registry(cluster: EphemeralCluster) -> Iterator[SchemaRegistry]:
     if spec.external:
         raise UsageError(f"{spec.location}: the specs' registry is external (`registry.url`); a test registry runs "
                          f"beside the test cluster, and never writes to a registry a team runs")
-    registry = local_registry(cluster.state_dir, spec)
+    registry = runtime_registry(cluster.state_dir, spec)
     try:
         registry.up(lambda _line: None)
         admin = registry.client()

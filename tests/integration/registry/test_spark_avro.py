@@ -1,7 +1,8 @@
 """An Avro consumer end to end: records written in the Confluent wire format by confluent-kafka's AvroSerializer,
 under two versions of the topic's declared schema, read by `kraftform consumers run` (spark-avro's from_avro
 after the 5-byte header, each record resolved from its writer's version to the declared one) into a Parquet
-sink, exactly once across a SIGTERM and a restart from the checkpoint."""
+sink, exactly once across a SIGTERM and a restart from the checkpoint. (A record the job cannot decode stopping it:
+`tests/integration/spark/test_avro_decoding.py`, in the shared Spark session.)"""
 
 from __future__ import annotations
 
@@ -154,14 +155,3 @@ def test_a_spark_consumer_reads_two_versions_of_avro_exactly_once_across_a_sigte
     assert refused.returncode == 1 and says in refused.stdout + refused.stderr, refused.stdout + refused.stderr
     assert registry.client().versions(f"{TOPIC}-value") == versions
     _write_specs(registry, password, PAYMENT_V2)
-
-    # A record written with a version the job does not know stops it with the id, rather than become nulls.
-    unknown = b"\0" + (999_999).to_bytes(4, "big") + b"\x02"
-    producer = Producer(read_connection(registry.state / "admin.properties").librdkafka())
-    producer.produce(TOPIC, unknown, key="unknown")
-    assert producer.flush(30) == 0
-    third = _run(registry, data, "--available-now")
-    out, _ = third.communicate(timeout=600)
-    assert third.returncode == 1, out[-4000:]
-    assert "was written with schema id 999999, registered after the job started" in out, out[-4000:]
-    assert len(ds.dataset(data / "payments", format="parquet").to_table()) == len(rows)  # nothing written

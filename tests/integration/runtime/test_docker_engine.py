@@ -7,6 +7,7 @@ import contextlib
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,74 @@ def test_a_connect_clusters_running_containers_hold_a_login_a_plan_leaves_alone(
         with contextlib.suppress(Exception):
             container.remove(force=True)
         shutil.rmtree(record.parent, ignore_errors=True)
+
+
+def test_the_schema_registry_runs_beside_a_docker_cluster_and_keeps_its_subjects(docker_cluster: LiveCluster,
+                                                                                 tmp_path: Path) -> None:
+    """`kraftform registry up` beside a Docker-runtime cluster: a container on its network, HTTPS with client
+    certificates from its CA, its subjects on a volume that outlives the container."""
+    import json
+    import ssl
+
+    from kraftform.errors import AuthorizationDenied, ConnectionFailed
+    from kraftform.registry.rest import RegistryRest
+    from kraftform.runtime.registry_container import data_volume, registry_container
+
+    state, name = docker_cluster.state_dir, docker_cluster.spec.name
+    port = next(p for p in range(28100, 28200, 2) if not _listening(p) and not _listening(p + 1))
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "cluster.yaml").write_text(f"cluster: {{name: {name}, mode: combined, controllers: 1, brokers: 1, "
+                                        f"defaults: {{replication_factor: 1, min_insync_replicas: 1}}}}\n"
+                                        f"registry: {{port: {port}}}\n")
+
+    def kraftform(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "kraftform", *args, str(specs), "--state-dir", str(state)],
+                              capture_output=True, text=True, timeout=300, check=False)
+
+    client = docker_client()
+    try:
+        up = kraftform("registry", "up")
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert f"https://127.0.0.1:{port}/apis/ccompat/v6" in up.stdout
+        container = client.containers.get(registry_container(name))
+        assert container.attrs["HostConfig"]["PortBindings"] == {f"{port}/tcp": [{"HostIp": "127.0.0.1",
+                                                                                   "HostPort": str(port)}]}
+        assert not [e for e in container.attrs["Config"]["Env"] if "password" in e.lower()]
+        registry = RegistryRest(f"https://127.0.0.1:{port}/apis/ccompat/v6", str(state / "ca.pem"),
+                                str(state / "registry" / "client.pem"), str(state / "registry" / "client.key"))
+        schema = json.dumps({"type": "record", "name": "Probe", "fields": [{"name": "id", "type": "string"}]})
+        registry.register("probe-value", schema, "AVRO")
+        # Its certificate names the container, for clients on the cluster's network.
+        context = ssl.create_default_context(cafile=str(state / "ca.pem"))
+        context.load_cert_chain(str(state / "registry" / "client.pem"), str(state / "registry" / "client.key"))
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+                context.wrap_socket(raw, server_hostname=registry_container(name)) as tls:
+            assert tls.version() is not None
+        # Nothing anonymous gets in; a reader's certificate reads and does not write.
+        with pytest.raises(ConnectionFailed):  # the TLS handshake, refused without a certificate
+            RegistryRest(registry.url, str(state / "ca.pem")).subjects()
+        assert kraftform("registry", "certificate", "--name", "reader", "--out", str(tmp_path)).returncode == 0
+        reader = RegistryRest(registry.url, str(state / "ca.pem"), str(tmp_path / "reader.pem"),
+                              str(tmp_path / "reader.key"))
+        assert reader.subjects() == ["probe-value"]
+        with pytest.raises(AuthorizationDenied):
+            reader.register("probe-value", schema.replace("Probe", "Other"), "AVRO")
+        # Stopped, then made again with another heap: the subjects stay (the volume).
+        assert kraftform("registry", "down").returncode == 0
+        assert kraftform("registry", "status").returncode == 1
+        (specs / "cluster.yaml").write_text((specs / "cluster.yaml").read_text().replace(
+            f"registry: {{port: {port}}}", f"registry: {{port: {port}, heap: 320MiB}}"))
+        again = kraftform("registry", "up")
+        assert again.returncode == 0 and "making the schema registry container" in again.stderr + again.stdout, \
+            again.stdout + again.stderr
+        assert registry.versions("probe-value") == [1]
+    finally:
+        kraftform("registry", "down", "--purge")
+    assert not client.containers.list(all=True, filters={"name": f"^{registry_container(name)}$"})
+    assert not client.volumes.list(filters={"name": f"^{data_volume(name)}$"})
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0

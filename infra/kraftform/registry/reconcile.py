@@ -17,12 +17,11 @@ Progress = Callable[[str], None]
 def observe_subjects(rest: RegistryRest, declared: tuple[SubjectSpec, ...],
                      owns_topic: Callable[[str], bool]) -> dict[str, SubjectState]:
     """The subjects the plan speaks about: the declared ones the registry has, and those of owned topics."""
-    names = {s.name for s in declared}
     wanted = {s.name: s for s in declared}
     out: dict[str, SubjectState] = {}
     for name in rest.subjects():
         topic = subject_topic(name)
-        if name not in names and (topic is None or not owns_topic(topic)):
+        if name not in wanted and (topic is None or not owns_topic(topic)):
             continue
         try:
             versions = tuple(rest.versions(name))
@@ -47,8 +46,7 @@ def plan_subjects(rest: RegistryRest, specs: SpecSet, owns_topic: Callable[[str]
         state = observed.get(spec.name)
         if state is None or state.declared_version is not None or same_schema(state.latest_schema, spec.schema):
             continue
-        answer = rest.check(spec.name, spec.schema, spec.schema_type)
-        checks[spec.name] = CheckAnswer(answer.compatible, answer.messages)
+        checks[spec.name] = rest.check(spec.name, spec.schema, spec.schema_type)
     return subject_changes(specs.subjects, observed, checks, owns_topic, gate)
 
 

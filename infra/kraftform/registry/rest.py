@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kraftform.errors import AuthenticationFailed, AuthorizationDenied, ConnectionFailed, KafkaRequestFailed
+from kraftform.plan.subjects import CheckAnswer
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 #: The registry's error codes kraftform tells apart (Confluent's, which Apicurio's compatible API answers too).
@@ -34,14 +35,6 @@ class Version:
     id: int
     schema: str
     schema_type: str = "AVRO"
-
-
-@dataclass(frozen=True)
-class Compatibility:
-    """The registry's answer to "may this schema be the subject's next version?", in its own words."""
-
-    compatible: bool
-    messages: tuple[str, ...] = ()
 
 
 class NotFound(KafkaRequestFailed):
@@ -121,7 +114,7 @@ class RegistryRest:
     def set_compatibility(self, subject: str, level: str) -> None:
         self.request("PUT", f"/config/{_q(subject)}", {"compatibility": level})
 
-    def check(self, subject: str, schema: str, schema_type: str) -> Compatibility:
+    def check(self, subject: str, schema: str, schema_type: str) -> CheckAnswer:
         """The registry's own compatibility check of `schema` against the subject's latest version, with its
         reasons when it gives them (Confluent's `verbose`; Apicurio's rule causes, asked of its own API)."""
         d = self.request("POST", f"/compatibility/subjects/{_q(subject)}/versions/latest?verbose=true",
@@ -130,7 +123,7 @@ class RegistryRest:
         messages = tuple(str(m) for m in d.get("messages") or ())
         if not compatible and not messages and self.url.endswith("/apis/ccompat/v6"):
             messages = self._apicurio_causes(subject, schema)
-        return Compatibility(compatible, messages)
+        return CheckAnswer(compatible, messages)
 
     def _apicurio_causes(self, subject: str, schema: str) -> tuple[str, ...]:
         """Apicurio's compatible API says only "not compatible"; its own API's test of an update says why."""

@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import io
 import json
 import os
 import random
@@ -58,7 +57,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import fastavro
 import yaml
 from confluent_kafka import Consumer, Producer
 
@@ -69,6 +67,7 @@ from kraftform.kafka.reconcile import apply_cluster, plan_cluster
 from kraftform.runtime import get_runtime
 from kraftform.runtime.deployment import STATE_FILE, write_private
 from kraftform.runtime.tools import CONSUMER_PERFORMANCE, MEASURING_JAVA_OPTIONS, kafka_tool_command
+from kraftform.spark.avro import encoder
 from kraftform.spark.checkpoint import prepare
 from kraftform.spark.job import placement, spark_session, start_query
 from kraftform.spark.settings import job_settings
@@ -178,20 +177,14 @@ def produce_records(admin: Connection, topic: str, count: int, avro_id: int | No
     in Avro, in the Confluent wire format with that schema id."""
     producer = Producer({**admin.librdkafka(), "linger.ms": 20, "batch.size": 1_000_000, "compression.type": "lz4"})
     rng = random.Random(1)
-    parsed = fastavro.parse_schema(AVRO_SCHEMA)
-    header = b"\0" + (avro_id or 0).to_bytes(4, "big")
+    to_avro = encoder(json.dumps(AVRO_SCHEMA), avro_id or 0)
     event_time = datetime.datetime(2026, 11, 23, 10, tzinfo=datetime.UTC)
     started = time.monotonic()
     for i in range(count):
         value = {"user_id": f"user-{rng.randrange(5000)}", "url": f"/p/{rng.randrange(100)}", "device": "mobile",
                  "amount": round(rng.random() * 100, 2), "event_time": "2026-11-23T10:00:00.000Z",
                  "payload": "x" * 850, "sent_ms": 0}
-        if avro_id is None:
-            data = json.dumps(value).encode()
-        else:
-            body = io.BytesIO()
-            fastavro.schemaless_writer(body, parsed, {**value, "event_time": event_time})
-            data = header + body.getvalue()
+        data = json.dumps(value).encode() if avro_id is None else to_avro({**value, "event_time": event_time})
         while True:
             try:
                 producer.produce(topic, data, key=str(i).encode())

@@ -106,3 +106,14 @@ def writer_schemas(rest: RegistryRest, specs: SpecSet, consumer: ConsumerSpec) -
             version = rest.version(subject.name, number)
             writers[str(version.id)] = version.schema
     return writers
+
+
+def declared_schema_id(rest: RegistryRest, specs: SpecSet, consumer: ConsumerSpec) -> int:
+    """The registry's id of the value schema an Avro consumer's topics declare: what a producer of its records
+    writes into the Confluent header. Refused when the registry has no version with that schema yet."""
+    subject = next(s for s in specs.subjects if s.part == "value" and s.topic in consumer.topics)
+    version = rest.lookup(subject.name, subject.schema, subject.schema_type)
+    if version is None:
+        raise UsageError(f"subject {subject.name!r} has no version with the declared schema ({subject.file}): run "
+                         f"`kraftform apply` first")
+    return rest.version(subject.name, version).id

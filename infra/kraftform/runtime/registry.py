@@ -158,14 +158,10 @@ def avro_writers(specs: SpecSet, state_dir: Path | None, consumer: ConsumerSpec)
 
 
 def declared_schema_id(specs: SpecSet, state_dir: Path | None, consumer: ConsumerSpec) -> int | None:
-    """The registry's id of the value schema an Avro consumer's topics declare (what a producer of its records
-    writes into the Confluent header); None for any other consumer."""
+    """The id of an Avro consumer's declared value schema in the registry the specs name; None for any other
+    consumer."""
     if consumer.value.format != "avro":
         return None
-    rest = registry_client(specs, state_dir)
-    subject = next(s for s in specs.subjects if s.part == "value" and s.topic in consumer.topics)
-    version = rest.lookup(subject.name, subject.schema, subject.schema_type)
-    if version is None:
-        raise UsageError(f"subject {subject.name!r} has no version with the declared schema ({subject.file}): run "
-                         f"`kraftform apply` first")
-    return rest.version(subject.name, version).id
+    from kraftform.registry import reconcile
+
+    return reconcile.declared_schema_id(registry_client(specs, state_dir), specs, consumer)

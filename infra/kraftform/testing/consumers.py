@@ -18,7 +18,7 @@ from confluent_kafka import Consumer
 
 from kraftform.errors import UsageError
 from kraftform.kafka.clients import end_offsets, produce_paced
-from kraftform.registry.reconcile import writer_schemas
+from kraftform.registry.reconcile import declared_schema_id, writer_schemas
 from kraftform.registry.rest import RegistryRest
 from kraftform.spark import avro
 from kraftform.specset.model import ConsumerSpec
@@ -68,10 +68,8 @@ def run_consumer(cluster: EphemeralCluster, spark: Any, name: str, records: Iter
             raise UsageError(f"consumer {name!r} reads Avro: its records need the test's schema registry")
         rest = registry()
         settings = replace(settings, avro_writers=writer_schemas(rest, cluster.specs, consumer))
-        subject = next(s for s in cluster.specs.subjects if s.part == "value" and s.topic in consumer.topics)
-        version = rest.lookup(subject.name, subject.schema, subject.schema_type)
-        assert version is not None  # the registry fixture registered every declared subject
-        to_avro = avro.encoder(subject.schema, rest.version(subject.name, version).id)
+        assert consumer.value.schema is not None  # an Avro consumer's is its topics' declared schema
+        to_avro = avro.encoder(consumer.value.schema, declared_schema_id(rest, cluster.specs, consumer))
 
     def encode(value: Any) -> str | bytes:
         if isinstance(value, (str, bytes)):

@@ -70,9 +70,13 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from kraftform.runtime.registry import runtime_registry
+    """Found by the state directory alone, so a registry still stops once the specs no longer declare it or no
+    longer load."""
+    from kraftform.runtime.registry import stop_registry
 
-    runtime_registry(args.state_dir, _declared(load_specs(args.specs_dir))).down(purge=args.purge)
+    if not stop_registry(args.state_dir, purge=args.purge):
+        print(f"schema registry: none was started beside {args.state_dir}")
+        return 0
     print("schema registry: stopped" + (" and removed" if args.purge else ""))
     return 0
 

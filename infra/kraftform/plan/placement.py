@@ -229,14 +229,59 @@ def balance(assignment: Mapping[Partition, Sequence[int]], brokers: Mapping[int,
     return layout.assignment()
 
 
-def _balance(layout: _Layout, even_topics: bool, sizes: Mapping[Partition, int]) -> None:
+def _balance(layout: _Layout, even_topics: bool, sizes: Mapping[Partition, int],
+             original: Mapping[Partition, Sequence[int]] | None = None) -> None:
     if even_topics:
         for topic in sorted(layout.per_topic):
             _within_topic(layout, topic)
     else:
         _shed(layout, frozenset(), sizes)
     _across_topics(layout, even_topics)
+    if original is not None:
+        _shortcut(layout, original, even_topics)
     _leaders(layout)
+
+
+def _shortcut(layout: _Layout, original: Mapping[Partition, Sequence[int]], even_topics: bool) -> None:
+    """Chains of moves collapsed: where broker Y received a replica of P1 and gave up its replica of P2 to Z, P1's
+    goes straight to Z and Y keeps P2's, one copy fewer for the same loads. The steps before look at one move
+    at a time, so a broker the racks made a passage (a rack's last broker taking what only it may hold, then
+    shedding to below its share what others could have sent straight there) leaves such chains.
+    With `even_topics` only within a topic, so each topic's loads stay as evened."""
+    received: defaultdict[int, list[Partition]] = defaultdict(list)
+    sent: defaultdict[int, list[Partition]] = defaultdict(list)
+    for tp, replicas in sorted(layout.current.items()):
+        before = original[tp]
+        if list(before) != replicas:
+            for b in replicas:
+                if b not in before:
+                    received[b].append(tp)
+            for b in before:
+                if b not in replicas:
+                    sent[b].append(tp)
+    for middle in sorted(received.keys() & sent.keys()):
+        takers = received[middle]
+        for given in sent[middle]:
+            for to in [b for b in layout.current[given] if b not in original[given]]:
+                taker = _taker(layout, original, takers, given, middle, to, even_topics)
+                if taker is not None:
+                    takers.remove(taker)
+                    layout.move(taker, middle, to)
+                    layout.move(given, to, middle)
+                    break
+
+
+def _taker(layout: _Layout, original: Mapping[Partition, Sequence[int]], takers: Sequence[Partition],
+           given: Partition, middle: int, to: int, even_topics: bool) -> Partition | None:
+    """A partition `middle` received whose replica may go to `to` instead, while `given`'s goes back to `middle`
+    (the first of a bounded few looked at, so a cluster of 100,000 partitions stays linear)."""
+    if not layout.movable(given, to, middle):
+        return None
+    for tp in takers[:64]:
+        if (not even_topics or tp[0] == given[0]) and middle in layout.current[tp] \
+                and middle not in original[tp] and layout.movable(tp, middle, to):
+            return tp
+    return None
 
 
 def _groups(layout: _Layout, leaving: Collection[int]) -> list[tuple[list[int], list[int]]]:
@@ -603,7 +648,7 @@ def target_assignment(current: Mapping[Partition, tuple[int, ...]], racks: Mappi
         layout.detours = detours
     elif leaving:
         layout.drop(leaving)
-    _balance(layout, even_topics, sizes)
+    _balance(layout, even_topics, sizes, current)
     balanced = layout.assignment()
     moves = Moves(bound=bound, detours=layout.detours, even_topics=even_topics)
     changed: set[str] = set()

@@ -120,10 +120,13 @@ def runtime_registry(state_dir: Path, spec: RegistrySpec) -> KraftformRegistry:
     return LocalRegistry(state_dir, spec)
 
 
-def stop_registry(state_dir: Path) -> None:
-    """The registry beside the cluster in `state_dir`, whatever the specs now declare: before the cluster goes."""
-    if (state_dir / "registry").is_dir():
-        runtime_registry(state_dir, RegistrySpec()).down()
+def stop_registry(state_dir: Path, purge: bool = False) -> bool:
+    """The registry beside the cluster in `state_dir` stopped, whatever the specs now declare (or if they no
+    longer load): before the cluster goes, or by `registry down`. False: none was ever started there."""
+    if not (state_dir / "registry").is_dir():
+        return False
+    runtime_registry(state_dir, RegistrySpec()).down(purge=purge)
+    return True
 
 
 def registry_client(specs: SpecSet, state_dir: Path | None) -> RegistryRest:

@@ -361,6 +361,23 @@ def test_removing_a_broker_moves_its_replicas_and_what_balance_needs_and_no_more
     _balanced(kind, layout, after, staying, moves)
 
 
+def test_a_rack_s_last_broker_is_no_passage_for_what_could_go_straight_to_its_place() -> None:
+    """Broker 2 (rack b) leaves: its 21 replicas of the three-rack topics can only go to broker 5, the last of
+    rack b, which must then shed its 7 replicas of t3 (racks a and b); broker 3 sheds 5 of its own. Moving
+    broker 3's t1 replicas on to make room for broker 5's (a chain) cost 5 copies more than sending broker 5's
+    straight to broker 6 (hypothesis found it): 82 is the least (21 into broker 5, 61 into 4, 6 and 7)."""
+    brokers = {1: "a", 2: "b", 3: "c", 4: "a", 5: "b", 6: "c", 7: "a"}
+    before = ({("t0", p): (1, 2, 3) for p in range(9)} | {("t1", p): (1, 2, 3) for p in range(12)}
+              | {("t2", p): (1,) if p < 17 else (3,) for p in range(22)}
+              | {("t3", p): (1, 2) if p < 12 else (1, 5) for p in range(19)} | {("t4", 0): (1,)})
+    moves = target_assignment(before, brokers, {2}, dict.fromkeys(before, 0))
+    _bounded(moves)
+    assert moves.bound.replicas == 75 and moves.replicas_moved <= 83, moves
+    after = _apply(before, moves.targets)
+    _kept_shape(before, after, brokers)
+    assert not any(2 in r for r in after.values())
+
+
 def test_a_new_broker_in_a_balanced_three_rack_cluster_gets_its_racks_share_moving_exactly_that() -> None:
     """3 -> 4 brokers, RF 3 over 3 racks (every partition in each rack): the new broker shares rack a with
     broker 1, so it takes half of rack a's replicas, from broker 1 alone; leaders even out by reordering."""

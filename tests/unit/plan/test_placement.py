@@ -366,10 +366,12 @@ def test_a_rack_s_last_broker_is_no_passage_for_what_could_go_straight_to_its_pl
     rack b, which must then shed its 7 replicas of t3 (racks a and b); broker 3 sheds 5 of its own. Moving
     broker 3's t1 replicas on to make room for broker 5's (a chain) cost 5 copies more than sending broker 5's
     straight to broker 6 (hypothesis found it): 82 is the least (21 into broker 5, 61 into 4, 6 and 7)."""
-    brokers = {1: "a", 2: "b", 3: "c", 4: "a", 5: "b", 6: "c", 7: "a"}
-    before = ({("t0", p): (1, 2, 3) for p in range(9)} | {("t1", p): (1, 2, 3) for p in range(12)}
-              | {("t2", p): (1,) if p < 17 else (3,) for p in range(22)}
-              | {("t3", p): (1, 2) if p < 12 else (1, 5) for p in range(19)} | {("t4", 0): (1,)})
+    brokers: dict[int, str | None] = {1: "a", 2: "b", 3: "c", 4: "a", 5: "b", 6: "c", 7: "a"}
+    before: Layout = {("t4", 0): (1,)}
+    for topic, count, replicas in (("t0", 9, (1, 2, 3)), ("t1", 12, (1, 2, 3)), ("t2", 17, (1,)), ("t2", 5, (3,)),
+                                   ("t3", 12, (1, 2)), ("t3", 7, (1, 5))):
+        first = sum(1 for t, _ in before if t == topic)
+        before |= {(topic, first + p): replicas for p in range(count)}
     moves = target_assignment(before, brokers, {2}, dict.fromkeys(before, 0))
     _bounded(moves)
     assert moves.bound.replicas == 75 and moves.replicas_moved <= 83, moves

@@ -426,7 +426,7 @@ def registered_writers(specs: SpecSet, state: Path) -> dict[str, str]:
         registry.up(lambda _line: None)
     rest = registry.client()
     owns = ownership_of(specs).topic
-    apply_subjects(rest, plan_subjects(rest, specs, owns, consumer_gate(specs)), False, lambda _line: None)
+    apply_subjects(rest, plan_subjects(rest, specs.subjects, owns, consumer_gate(specs)), False, lambda _line: None)
     return avro_writers(specs, state, consumer_of(specs, "avro"))
 
 

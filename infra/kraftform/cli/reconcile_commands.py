@@ -149,7 +149,7 @@ def _with_subjects(target: Target, specs: SpecSet, state_dir: Path | None) -> Ta
     from kraftform.runtime.registry import registry_client
 
     rest = registry_client(specs, state_dir)
-    subjects = plan_subjects(rest, specs, ownership_of(specs).topic, consumer_gate(specs))
+    subjects = plan_subjects(rest, specs.subjects, ownership_of(specs).topic, consumer_gate(specs))
     plan = dataclasses.replace(target.plan, changes=tuple(sorted([*target.plan.changes, *subjects],
                                                                  key=Change.sort_key)))
     return dataclasses.replace(target, plan=plan, registry=rest)
@@ -306,7 +306,7 @@ def _apply_subjects(specs: SpecSet, target: Target, allow_destructive: bool) -> 
     from kraftform.registry.reconcile import apply_subjects, plan_subjects
 
     apply_subjects(target.registry, target.subjects, allow_destructive, _progress)
-    left = plan_subjects(target.registry, specs, ownership_of(specs).topic, consumer_gate(specs))
+    left = plan_subjects(target.registry, specs.subjects, ownership_of(specs).topic, consumer_gate(specs))
     if left:
         raise ClusterUnhealthy("the schema registry still differs from the specs after apply:\n" +
                                render_text(Plan.of(left)))

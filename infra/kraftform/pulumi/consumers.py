@@ -15,7 +15,7 @@ micro-batch in its new container.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -146,6 +146,8 @@ class SparkConsumerArgs:
     after: Sequence[pulumi.Resource] = ()
     #: `kraftform:allowStateReset` names it.
     allow_reset: bool = False
+    #: An Avro consumer's writer schemas by schema id (the stack's `Subjects` output): what its job decodes with.
+    avro_writers: pulumi.Input[Mapping[str, str]] | None = None
 
 
 class SparkConsumer(pulumi.ComponentResource):
@@ -164,14 +166,15 @@ class SparkConsumer(pulumi.ComponentResource):
         self.state = ConsumerState(f"{name}-state", state_inputs(manifest, args.allow_reset), child)
 
         def describe(v: list[Any]) -> ContainerSpec:
-            job = manifest_text(replace(manifest, reset_to=v[4] or ""))
+            settings = replace(manifest.settings, avro_writers=dict(v[5] or {}))
+            job = manifest_text(replace(manifest, settings=settings, reset_to=v[4] or ""))
             return consumer_container(consumer, args.cluster, job, args.bootstrap, manifest.mechanism, v[0], v[1],
                                       v[2], v[3])
 
         # Rendered with the password, so the whole spec would be secret; only its uploads are (made secret in
         # container_resource). Name, command, volume and health check stay readable in a preview.
         spec = pulumi.Output.unsecret(pulumi.Output.all(args.password, args.ca_pem, args.network, args.image.name,
-                                                        self.state.reset_to).apply(describe))
+                                                        self.state.reset_to, args.avro_writers).apply(describe))
         # After its state guard, its topics and its principal's access (`after`): it logs in and reads as soon
         # as it starts. Not waited for by pulumi-docker: ConsumerReady waits and says why a job failed.
         self.container = container_resource(f"{name}-consumer", spec, args.image.image_id, args.network, args.volume,

@@ -10,6 +10,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -23,7 +24,7 @@ from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
 from kraftform.definitions.server_configs import definition
 from kraftform.errors import KraftformError, SpecError
-from kraftform.kafka.credentials import missing_password, passwords
+from kraftform.kafka.credentials import missing_password, passwords, read_secret
 from kraftform.plan.brokers import declared_features
 from kraftform.plan.live import declared_principals
 from kraftform.pulumi.cluster import KafkaCluster
@@ -32,11 +33,12 @@ from kraftform.pulumi.consumers import SparkCluster, SparkConsumer, SparkConsume
 from kraftform.pulumi.monitoring import Monitoring
 from kraftform.pulumi.policy import SPECS_TYPE
 from kraftform.pulumi.providers import Access, BrokerSettings, Features, GroupSettings, access_props
+from kraftform.pulumi.registry import SchemaRegistry, Subjects, registry_props, registry_url, subjects_props
 from kraftform.pulumi.topics import Topics
 from kraftform.runtime.images import spark_image
 from kraftform.spark.containers import consumers_volume
 from kraftform.spark.manifest import consumer_manifest
-from kraftform.specset.model import DEFAULT_ENTITY, SpecSet, UserSpec
+from kraftform.specset.model import DEFAULT_ENTITY, RegistrySpec, SpecSet, UserSpec
 
 
 @dataclass(frozen=True)
@@ -114,20 +116,13 @@ def reset_names(value: str | None) -> frozenset[str]:
 
 
 def load(specs_dir: Path) -> SpecSet:
-    """The specs, or a RunError with the same located messages as `kraftform validate`. A schema registry is
-    refused at its place: subjects are not resources of the stack yet, and a declared schema left out would be a
-    change silently ignored."""
+    """The specs, or a RunError with the same located messages as `kraftform validate`."""
     try:
-        specs = load_specs(specs_dir)
+        return load_specs(specs_dir)
     except SpecError as exc:
         raise pulumi.RunError("invalid specs:\n" + "\n".join(str(p) for p in exc.problems)) from None
     except KraftformError as exc:
         raise pulumi.RunError(str(exc)) from None
-    if specs.registry is not None:
-        raise pulumi.RunError(f"{specs.registry.location}: the schema registry and the topics' schemas are not "
-                              f"managed by `pulumi up` yet; nothing was deployed. Run them with `kraftform registry "
-                              f"up` and `kraftform apply`, or leave the `registry` section out of the stack's specs")
-    return specs
 
 
 def user_passwords(users: Sequence[UserSpec]) -> dict[str, pulumi.Output[str]]:
@@ -165,16 +160,17 @@ def admin_connection(props: dict[str, Any]) -> dict[str, str]:
 @dataclass(frozen=True)
 class Stack:
     outputs: dict[str, Any]
-    #: The Kafka resources (topics, access), for tests that wait until all are registered.
+    #: The Kafka resources (topics, access, subjects), for tests that wait until all are registered.
     kafka_resources: list[pulumi.Resource]
 
 
 def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None, ca_pem: pulumi.Input[str],
-              kafka: Mapping[str, pulumi.Resource], secrets: Mapping[str, pulumi.Output[str]]
-              ) -> tuple[dict[str, SparkConsumer], docker.Volume | None]:
+              kafka: Mapping[str, pulumi.Resource], secrets: Mapping[str, pulumi.Output[str]],
+              subjects: Subjects | None = None) -> tuple[dict[str, SparkConsumer], docker.Volume | None]:
     """Each consumer in a container on the stack's Docker engine, once its topics and its principal's access
     exist: beside the stack's cluster on its network (docker mode), or on a network of its own reaching an
     existing cluster at `kraftform:bootstrapServers` (external mode, when `kraftform:deployConsumers` asks).
+    An Avro consumer waits for the subjects, whose registered versions its job decodes with.
     Returns them and their volume (where their checkpoints are)."""
     parent = pulumi.ComponentResource("kraftform:index:Consumers", "consumers",
                                       {"declared": [c.name for c in specs.consumers]})
@@ -208,10 +204,18 @@ def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None, ca
         # Only what this consumer uses: the topics resource (its topics exist), its principal's access, and the
         # Spark cluster it is submitted to.
         after = [kafka["topics"], *([kafka[f"User:{c.user}"]] if f"User:{c.user}" in kafka else []), *spark]
+        writers = None
+        if c.value.format == "avro" and subjects is not None:
+            writers = subjects.writers.apply(partial(_topics_writers, c.topics))
         made[c.name] = SparkConsumer(c.name, SparkConsumerArgs(
             consumer_manifest(c, specs), spec.name, bootstrap, secrets[c.user], ca_pem, network, image, volume, after,
-            cfg.allows_reset(c.name)), options)
+            cfg.allows_reset(c.name), writers), options)
     return made, volume
+
+
+def _topics_writers(topics: Sequence[str], writers: Mapping[str, Mapping[str, str]] | None) -> dict[str, str]:
+    """The writer schemas by id of `topics`, from the `Subjects` output (each Avro value topic's versions)."""
+    return {i: schema for topic in topics for i, schema in (writers or {}).get(topic, {}).items()}
 
 
 def _named(names: Sequence[str], values: Mapping[str, pulumi.Output[str]]) -> pulumi.Output[dict[str, str]]:
@@ -251,6 +255,52 @@ def connect_clusters(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | N
             {name: os.environ[name] for name in c.environment_names}, cluster.connection, cfg.protects),
             pulumi.ResourceOptions(depends_on=[*cluster.ready, *after], protect=cfg.protects))
     return made
+
+
+def _registry_password(spec: RegistrySpec) -> pulumi.Output[str] | None:
+    """An external registry's password, as a Pulumi secret; a declared one that is not set fails at its place."""
+    ref = spec.password
+    if ref is None:
+        return None
+    if ref.source == "pulumi_config":
+        value = pulumi.Config("kraftform").get_secret(ref.name)
+    else:
+        plain = read_secret(ref)
+        value = None if plain is None else pulumi.Output.secret(plain)
+    if value is None:
+        raise pulumi.RunError(f"{spec.location}: the registry's password is not set ({ref}); nothing was deployed")
+    return value
+
+
+def schema_registry(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None,
+                    kafka: Mapping[str, pulumi.Resource]) -> tuple[Subjects | None, dict[str, Any]]:
+    """The registry the specs' `registry` section declares (a container beside the stack's cluster, or an external
+    one by its URL) and the declared subjects on it, after the topics; returns the subjects and the registry's
+    output. An existing cluster's stack runs no registry: it needs `registry.url`."""
+    spec = specs.registry
+    if spec is None:
+        return None, {}
+    login: pulumi.Input[dict[str, Any]]
+    if spec.url is not None:
+        url = spec.url.rstrip("/")
+        password = _registry_password(spec)
+        login = {"url": url, "username": spec.username or "", "password": password or ""}
+    elif cluster is None:
+        raise pulumi.RunError(f"{spec.location}: external mode runs no schema registry beside the cluster; nothing was "
+                              f"deployed. Give `registry.url` (the registry your team runs), or leave the section out")
+    else:
+        url = registry_url(spec)
+        ca = pulumi.Output.all(cluster.secrets.ca_cert, cluster.secrets.ca_key).apply(  # type: ignore[attr-defined]
+            lambda v: {"cert": v[0], "key": v[1]})
+        name = in_containers(specs.cluster).name
+        registry = SchemaRegistry("schema-registry", registry_props(
+            spec, name, cluster.network.name, stack_image(cfg.image, specs.cluster.kafka_version), ca),
+            pulumi.ResourceOptions(depends_on=cluster.ready, protect=cfg.protects))
+        login = registry.client
+    subjects = Subjects("subjects", subjects_props(specs.subjects, specs.consumers, [t.name for t in specs.topics],
+                                                   login, cfg.protects),
+                        pulumi.ResourceOptions(depends_on=[kafka["topics"]], protect=cfg.protects))
+    return subjects, {"url": url, "subjects": sorted(s.name for s in specs.subjects)}
 
 
 def build(cfg: StackConfig) -> Stack:
@@ -309,7 +359,8 @@ def build(cfg: StackConfig) -> Stack:
         made["features"] = Features("features", levels, connection,
                                     pulumi.ResourceOptions(depends_on=depends, protect=cfg.protects))
     connect = connect_clusters(cfg, specs, cluster, made, secrets)
-    deployed, checkpoints = consumers(cfg, specs, cluster, ca, made, secrets)
+    subjects, registry = schema_registry(cfg, specs, cluster, made)
+    deployed, checkpoints = consumers(cfg, specs, cluster, ca, made, secrets, subjects)
     monitoring: dict[str, Any] = {}
     if cfg.monitoring:
         if cluster is None:
@@ -334,10 +385,12 @@ def build(cfg: StackConfig) -> Stack:
                                "consumers": {n: {"container": c.container_name, "volume": c.volume_name}
                                              for n, c in deployed.items()},
                                "monitoring": monitoring,
+                               # The schema registry's URL and the declared subjects (`registry` section).
+                               "registry": registry,
                                # Each Connect cluster's REST API and kraftform's login to it (curl -u, --cacert).
                                "connect": {name: {"urls": c.urls, "username": REST_USER,
                                                   "password": pulumi.Output.secret(c.rest_password)}
                                            for name, c in connect.items()}}
     for key, value in outputs.items():
         pulumi.export(key, value)
-    return Stack(outputs, list(made.values()))
+    return Stack(outputs, [*made.values(), *([subjects] if subjects is not None else [])])

@@ -37,17 +37,18 @@ def observe_subjects(rest: RegistryRest, declared: tuple[SubjectSpec, ...],
     return out
 
 
-def plan_subjects(rest: RegistryRest, specs: SpecSet, owns_topic: Callable[[str], bool], gate: Gate) -> list[Change]:
-    """The subject changes, each new version checked by the registry itself and by `gate` (what the declared
-    consumers read: `declared.consumer_gate`)."""
-    observed = observe_subjects(rest, specs.subjects, owns_topic)
+def plan_subjects(rest: RegistryRest, subjects: tuple[SubjectSpec, ...], owns_topic: Callable[[str], bool],
+                  gate: Gate) -> list[Change]:
+    """The changes to the declared `subjects`, each new version checked by the registry itself and by `gate` (what
+    the declared consumers read: `declared.consumer_gate`)."""
+    observed = observe_subjects(rest, subjects, owns_topic)
     checks: dict[str, CheckAnswer] = {}
-    for spec in specs.subjects:
+    for spec in subjects:
         state = observed.get(spec.name)
         if state is None or state.declared_version is not None or same_schema(state.latest_schema, spec.schema):
             continue
         checks[spec.name] = rest.check(spec.name, spec.schema, spec.schema_type)
-    return subject_changes(specs.subjects, observed, checks, owns_topic, gate)
+    return subject_changes(subjects, observed, checks, owns_topic, gate)
 
 
 def check_subjects(changes: list[Change], allow_destructive: bool) -> None:

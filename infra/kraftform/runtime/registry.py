@@ -116,7 +116,7 @@ def runtime_registry(state_dir: Path, spec: RegistrySpec) -> KraftformRegistry:
     if dep.load(state_dir).runtime == "docker":
         from kraftform.runtime.registry_container import DockerRegistry
 
-        return DockerRegistry(state_dir, spec)
+        return DockerRegistry.beside(state_dir, spec)
     return LocalRegistry(state_dir, spec)
 
 

@@ -10,7 +10,7 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from kraftform.cluster.certificates import issue, pkcs12_keystore, pkcs12_truststore
+from kraftform.cluster.certificates import KeyPair, issue, pkcs12_keystore, pkcs12_truststore
 from kraftform.errors import ClusterUnhealthy, ConnectionFailed, KafkaRequestFailed, UsageError
 from kraftform.registry.rest import RegistryRest
 from kraftform.runtime import deployment as dep
@@ -36,11 +36,17 @@ class KraftformRegistry:
     configuration (written each start: the port or heap may have changed), its clients' certificates, and how it
     is started and stopped (the runtime's). `host` is the address clients reach it at."""
 
-    def __init__(self, state_dir: Path, spec: RegistrySpec, host: str) -> None:
+    def __init__(self, state_dir: Path, spec: RegistrySpec, host: str, ca: KeyPair | None = None) -> None:
         self.state_dir = state_dir.resolve()
         self.spec = spec
         self.dir = self.state_dir / "registry"
         self.host = host
+        #: The CA its certificates come from: the state directory's cluster CA unless given (a stack's, whose
+        #: state is Pulumi's).
+        self._ca_pair = ca
+
+    def _ca(self) -> KeyPair:
+        return self._ca_pair if self._ca_pair is not None else dep.load_secrets(self.state_dir).ca
 
     @property
     def url(self) -> str:
@@ -67,7 +73,7 @@ class KraftformRegistry:
         password = self._store_password()
         tls = self.dir / "tls"
         if not (tls / "keystore.p12").is_file():
-            ca = dep.load_secrets(self.state_dir).ca
+            ca = self._ca()
             server = issue(ca, f"registry {self.host}", names, addresses)
             client = issue(ca, CLIENT_NAME)
             write_atomic(tls / "truststore.p12", pkcs12_truststore(ca.cert_pem, password))
@@ -98,7 +104,7 @@ class KraftformRegistry:
         if name == CLIENT_NAME:
             raise UsageError(f"{name!r} is the name of kraftform's own certificate, the one that writes; choose "
                              f"another")
-        pair = issue(dep.load_secrets(self.state_dir).ca, name)
+        pair = issue(self._ca(), name)
         cert, key = out / f"{name}.pem", out / f"{name}.key"
         write_atomic(cert, pair.cert_pem)
         write_atomic(key, pair.key_pem, PRIVATE)

@@ -20,6 +20,7 @@ from pathlib import Path
 from docker.errors import NotFound
 from docker.models.containers import Container
 
+from kraftform.cluster.certificates import KeyPair
 from kraftform.cluster.containers import CONTAINER_UID, LABEL_CLUSTER
 from kraftform.registry_app import ensure_registry
 from kraftform.runtime import deployment as dep
@@ -46,14 +47,21 @@ def data_volume(cluster: str) -> str:
 class DockerRegistry(KraftformRegistry):
     """The registry container of one Docker-runtime cluster's state directory."""
 
-    def __init__(self, state_dir: Path, spec: RegistrySpec) -> None:
-        super().__init__(state_dir, spec, "127.0.0.1")
-        deployment = dep.load(self.state_dir)
-        self.cluster = deployment.cluster_name
-        self.network = str(deployment.extra["network"])
-        self.image = str(deployment.extra["image"])
+    def __init__(self, state_dir: Path, spec: RegistrySpec, cluster: str, network: str, image: str,
+                 ca: KeyPair | None = None) -> None:
+        super().__init__(state_dir, spec, "127.0.0.1", ca)
+        self.cluster = cluster
+        self.network = network
+        self.image = image
         self.name = registry_container(self.cluster)
         self.client_docker = docker_client()
+
+    @classmethod
+    def beside(cls, state_dir: Path, spec: RegistrySpec) -> DockerRegistry:
+        """The registry of the Docker-runtime cluster whose state directory is `state_dir`."""
+        deployment = dep.load(state_dir)
+        return cls(state_dir, spec, deployment.cluster_name, str(deployment.extra["network"]),
+                   str(deployment.extra["image"]))
 
     def _container(self) -> Container | None:
         try:
@@ -77,12 +85,26 @@ class DockerRegistry(KraftformRegistry):
             made.update(path.encode() + b"\0" + data)
         return made.hexdigest()[:16]
 
+    def _declared_digest(self) -> tuple[Path, str]:
+        app = ensure_registry().parent
+        self.write_files([self.name, "localhost"], ["127.0.0.1"], "0.0.0.0", f"{WORK_DIR}/tls")
+        return app, self._digest(app)
+
+    def drift(self) -> str | None:
+        """Why the container is not as declared (missing, stopped, made from something else); None when it is."""
+        container = self._container()
+        if container is None:
+            return f"container {self.name} does not exist"
+        if container.status != "running":
+            return f"container {self.name} is {container.status}"
+        if container.labels.get(LABEL_DIGEST) != self._declared_digest()[1]:
+            return f"container {self.name} was made from another configuration or build"
+        return None
+
     def up(self, progress: Progress, timeout: float = START_TIMEOUT_S) -> str:
         """Make the container unless it is there as declared, start it unless it runs; return the URL once the
         registry answers kraftform's authenticated request."""
-        app = ensure_registry().parent
-        self.write_files([self.name, "localhost"], ["127.0.0.1"], "0.0.0.0", f"{WORK_DIR}/tls")
-        digest = self._digest(app)
+        app, digest = self._declared_digest()
         container = self._container()
         if container is not None and container.labels.get(LABEL_DIGEST) == digest:
             if container.status != "running":

@@ -57,8 +57,8 @@ def running_registry(cluster: EphemeralCluster) -> Iterator[SchemaRegistry]:
         registry.up(lambda _line: None)
         admin = registry.client()
         owns, gate = ownership_of(cluster.specs).topic, consumer_gate(cluster.specs)
-        apply_subjects(admin, plan_subjects(admin, cluster.specs, owns, gate), False, lambda _line: None)
-        left = plan_subjects(admin, cluster.specs, owns, gate)
+        apply_subjects(admin, plan_subjects(admin, cluster.specs.subjects, owns, gate), False, lambda _line: None)
+        left = plan_subjects(admin, cluster.specs.subjects, owns, gate)
         if left:
             raise ClusterUnhealthy("the test registry differs from the specs after their subjects were applied: " +
                                    "; ".join(f"{c.action} {c.resource}: {c.reason}" for c in left))

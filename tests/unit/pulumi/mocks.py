@@ -81,25 +81,25 @@ class RecordingMonitor(MockMonitor):
         return super().RegisterResource(request)  # type: ignore[no-untyped-call]
 
 
-def start(stack: str) -> tuple[Mocks, RecordingMonitor]:
-    """Mocks for a new stack, on a fresh event loop: the SDK runs on the thread's current loop, which an
-    earlier test may have closed or unset."""
+def start(stack: str, mocks: Mocks | None = None) -> tuple[Mocks, RecordingMonitor]:
+    """Mocks for a new stack (`mocks`, where a test answers for more resources), on a fresh event loop: the SDK
+    runs on the thread's current loop, which an earlier test may have closed or unset."""
     asyncio.set_event_loop(asyncio.new_event_loop())
-    mocks = Mocks()
+    mocks = mocks or Mocks()
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project="kraftform", stack=stack, preview=False, monitor=monitor)
     return mocks, monitor
 
 
 @contextlib.contextmanager
-def built_stack(stack: str, config: Callable[[], StackConfig]
+def built_stack(stack: str, config: Callable[[], StackConfig], mocks: Mocks | None = None
                 ) -> Iterator[tuple[Mocks, RecordingMonitor, dict[str, Any]]]:
     """The program built under mocks, with the example users' passwords in the environment. `config` is
     called once the mocks run (its Outputs belong to their event loop). The outputs resolve only once every
     Kafka resource is registered with the (mock) engine."""
     saved = dict(os.environ)
     os.environ.update({password_env(u.name): f"secret-of-{u.name}" for u in load_specs(EXAMPLE_SPECS).users})
-    mocks, monitor = start(stack)
+    mocks, monitor = start(stack, mocks)
     try:
         built = build(config())
         urns = pulumi.Output.all(*[r.urn for r in built.kafka_resources])

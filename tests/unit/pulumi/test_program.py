@@ -19,7 +19,7 @@ from kraftform.plan.export import password_env
 from kraftform.pulumi.program import StackConfig, build
 from kraftform.spark.manifest import read_manifest
 
-from ...conftest import EXAMPLE_SPECS, SpecsCopy
+from ...conftest import EXAMPLE_SPECS
 from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, built_stack, pulumi_test, start
 
 MONITOR: RecordingMonitor | None = None
@@ -237,13 +237,3 @@ def test_every_missing_password_is_named_at_once_and_nothing_is_declared() -> No
     assert all(f"user {u.name!r}" in message for u in users[1:]) and f"user {users[0].name!r}" not in message
     assert mocks.resources == []  # raised before the first resource
 
-
-def test_a_schema_registry_in_the_specs_is_refused_before_anything_is_deployed(specs_copy: SpecsCopy) -> None:
-    specs = specs_copy()
-    (specs / "registry.yaml").write_text("registry: {}\n")
-    mocks, _ = start("dev-registry")
-    with pytest.raises(pulumi.RunError) as caught:
-        build(StackConfig(specs))
-    assert str(caught.value).startswith(f"{specs / 'registry.yaml'}:1:1: $.registry: the schema registry and the "
-                                        f"topics' schemas are not managed by `pulumi up` yet; nothing was deployed")
-    assert mocks.resources == []

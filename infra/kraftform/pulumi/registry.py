@@ -29,6 +29,7 @@ from typing import Any
 
 import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ResourceProvider, UpdateResult
+from pulumi.output import Unknown
 from pulumi.runtime.rpc import UNKNOWN
 
 from kraftform.cluster.certificates import KeyPair
@@ -176,9 +177,11 @@ def _described(changes: list[Change]) -> dict[str, str]:
 
 
 def _unknown(value: Any) -> bool:
+    """A value the engine computes later (an output of a resource this run makes or changes): the preview's
+    inputs hold it as `Unknown` (the provider host keeps unknowns in check and diff), or as its wire string."""
     if isinstance(value, Mapping):
         return any(_unknown(v) for v in value.values())
-    return bool(value == UNKNOWN)
+    return isinstance(value, Unknown) or bool(value == UNKNOWN)
 
 
 def _writers(rest: RegistryRest, subjects: tuple[SubjectSpec, ...]) -> dict[str, dict[str, str]]:
@@ -226,7 +229,8 @@ class SubjectsProvider(ResourceProvider):
         changed = [k for k in keys if _plain(olds.get(k)) != _plain(news.get(k))]
         if news.get("plan"):  # the live registry differs (or could not be asked): not "no changes"
             changed.append("plan")
-        if (olds.get("registry") or {}).get("url") != (news.get("registry") or {}).get("url"):
+        login = news.get("registry")
+        if _unknown(login) or (olds.get("registry") or {}).get("url") != (login or {}).get("url"):
             changed.append("registry")
         return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=True)
 

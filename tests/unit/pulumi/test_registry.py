@@ -17,7 +17,7 @@ INPUTS: dict[str, Any] = {"subjects": {}, "consumers": [], "topics": ["t"], "pro
 KNOWN = {"url": "https://127.0.0.1:18081/apis/ccompat/v6", "ca": "CA", "cert": "C", "key": "K"}
 
 
-@pytest.mark.parametrize("login", [Unknown(), UNKNOWN, {**KNOWN, "cert": Unknown()}],
+@pytest.mark.parametrize("login", [Unknown(), UNKNOWN, {**KNOWN, "cert": Unknown()}],  # type: ignore[no-untyped-call]
                          ids=["the-whole-login", "its-wire-string", "one-field"])
 def test_a_login_not_known_yet_plans_nothing_and_is_a_change(login: Any) -> None:
     provider = SubjectsProvider()

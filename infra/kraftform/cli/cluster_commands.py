@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"bootstrap servers: {deployment.bootstrap}")
     print(f"admin client configs: {state / 'admin.properties'} (Java), {state / 'admin.librdkafka.conf'} "
           f"(librdkafka: kcat -F); CA certificate: {state / 'ca.pem'}")
+    if specs.registry is not None and not specs.registry.external:  # the registry the specs run beside it
+        from kraftform.runtime.registry import runtime_registry
+
+        url = runtime_registry(state, specs.registry).up(lambda line: print(line, file=sys.stderr, flush=True))
+        print(f"schema registry: {url} (its subjects: `kraftform apply`; a reader's certificate: `kraftform "
+              f"registry certificate`)")
     return 0
 
 

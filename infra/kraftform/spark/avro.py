@@ -101,6 +101,21 @@ def reader_schema(text: str, reads: Sequence[str] | None) -> str:
     return json.dumps(pruned, separators=(",", ":"))
 
 
+#: The Confluent header (a 0 byte and the schema id) read as the first field of the record: Avro encodes a
+#: `fixed` of 5 bytes as those 5 bytes, so a whole wire-format value is a record of the header and the body.
+HEADER_FIELD = "kraftform_wire_header"
+HEADER_TYPE = {"type": "fixed", "name": "WireHeader", "namespace": "dev.kraftform", "size": 5}
+
+
+def framed(writer: str) -> str:
+    """The writer's record with the Confluent header as a first field of 5 fixed bytes: what a whole
+    wire-format value is, so `from_avro` decodes the value as it is, not a copy of its body cut after the header.
+    The reader schema has no such field: Avro's schema resolution skips it."""
+    schema = _record(writer)
+    return json.dumps({**schema, "fields": [{"name": HEADER_FIELD, "type": HEADER_TYPE}, *schema["fields"]]},
+                      separators=(",", ":"))
+
+
 def encoder(text: str, schema_id: int) -> Callable[[Mapping[str, Any]], bytes]:
     """Values -> the Confluent wire format: a 0 byte, the schema's id in the registry (4 bytes, big-endian), the
     Avro body; what a producer's AvroSerializer writes and the job's `from_avro` reads after the header."""

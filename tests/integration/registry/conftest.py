@@ -4,7 +4,6 @@ subject), both made once for the package from specs a test edits as a user does.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 import subprocess
@@ -76,10 +75,13 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
     r = Registry(specs, state)
     r.write(ORDER)
     runtime = get_runtime("local", state)
-    runtime.up(dataclasses.replace(load_specs(specs).cluster, quick_start=True), timeout=300)
     try:
-        up = r.kraftform("registry up")
+        # As a user starts both: the specs' `registry` section starts it beside the cluster.
+        up = subprocess.run([sys.executable, "-m", "kraftform", "cluster", "up", str(specs), "--runtime", "local",
+                             "--state-dir", str(state), "--timeout", "300"], capture_output=True, text=True,
+                            timeout=600, check=False)
         assert up.returncode == 0, up.stdout + up.stderr
+        assert "schema registry: https://" in up.stdout and r.client().subjects() == [], up.stdout
         yield r
     finally:
         for log in state.glob("registry/registry.log"):

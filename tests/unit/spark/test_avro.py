@@ -3,15 +3,17 @@ schema cut to what the SQL reads, and `validate` on an Avro consumer's SQL and i
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pytest
 
 from kraftform.declared import load_specs
 from kraftform.errors import SpecError
-from kraftform.spark.avro import AvroShapeError, columns, reader_schema
+from kraftform.spark.avro import AvroShapeError, columns, encoder, framed, reader_schema
 from kraftform.spark.settings import job_settings
 
 from ...conftest import SpecsCopy
@@ -85,6 +87,21 @@ def problems(specs: Path) -> list[str]:
     with pytest.raises(SpecError) as caught:
         load_specs(specs)
     return [str(p) for p in caught.value.problems]
+
+
+def test_a_whole_wire_format_value_decodes_with_the_framed_writer_and_the_reader_skips_the_header() -> None:
+    """What the job hands `from_avro`: the value as the producer wrote it (no body cut out of it)."""
+    writer = json.dumps({"type": "record", "name": "Order", "namespace": "shop", "fields": [
+        {"name": "id", "type": "string"}, {"name": "qty", "type": "int"}, {"name": "note", "type": "string"}]})
+    value = encoder(writer, 258)({"id": "o-1", "qty": 3, "note": "x" * 300})
+    assert value[:5] == b"\0\0\0\x01\x02"
+    framed_writer = fastavro.parse_schema(json.loads(framed(writer)))
+    reader = fastavro.parse_schema(json.loads(reader_schema(writer, ["qty", "id"])))
+    assert fastavro.schemaless_reader(io.BytesIO(value), framed_writer, reader) == {"id": "o-1", "qty": 3}
+    # The header is a field of the writer's record alone, first, and keeps the record's name.
+    schema = json.loads(framed(writer))
+    assert (schema["name"], schema["fields"][0]["type"]["size"]) == ("Order", 5)
+    assert [f["name"] for f in schema["fields"][1:]] == ["id", "qty", "note"]
 
 
 def test_an_avro_consumers_sql_is_checked_against_its_topics_schema(specs_copy: SpecsCopy) -> None:

@@ -223,6 +223,13 @@ def _named(names: Sequence[str], values: Mapping[str, pulumi.Output[str]]) -> pu
     return pulumi.Output.all(*(values[n] for n in names)).apply(lambda v: dict(zip(names, v, strict=True)))
 
 
+def _cluster_ca(cluster: KafkaCluster) -> pulumi.Output[dict[str, str]]:
+    """The stack cluster's CA (`cert` and `key`), for what issues certificates beside it (Connect workers, the
+    schema registry)."""
+    return pulumi.Output.all(cluster.secrets.ca_cert, cluster.secrets.ca_key).apply(  # type: ignore[attr-defined]
+        lambda v: {"cert": v[0], "key": v[1]})
+
+
 def connect_clusters(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None,
                      kafka: Mapping[str, pulumi.Resource], secrets: Mapping[str, pulumi.Output[str]]
                      ) -> dict[str, ConnectCluster]:
@@ -242,8 +249,7 @@ def connect_clusters(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | N
                               f"was deployed:\n" + "\n".join(f"  {c.location}: Connect cluster {c.name!r}: {name}"
                                                                for c, name in unset))
     spec = in_containers(specs.cluster)
-    ca = pulumi.Output.all(cluster.secrets.ca_cert, cluster.secrets.ca_key).apply(  # type: ignore[attr-defined]
-        lambda v: {"cert": v[0], "key": v[1]})
+    ca = _cluster_ca(cluster)
     made = {}
     for c in specs.connect:
         users = (c.user, *c.connector_users)
@@ -290,11 +296,10 @@ def schema_registry(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | No
                               f"deployed. Give `registry.url` (the registry your team runs), or leave the section out")
     else:
         url = registry_url(spec)
-        ca = pulumi.Output.all(cluster.secrets.ca_cert, cluster.secrets.ca_key).apply(  # type: ignore[attr-defined]
-            lambda v: {"cert": v[0], "key": v[1]})
         name = in_containers(specs.cluster).name
         registry = SchemaRegistry("schema-registry", registry_props(
-            spec, name, cluster.network.name, stack_image(cfg.image, specs.cluster.kafka_version), ca),
+            spec, name, cluster.network.name, stack_image(cfg.image, specs.cluster.kafka_version),
+            _cluster_ca(cluster)),
             pulumi.ResourceOptions(depends_on=cluster.ready, protect=cfg.protects))
         login = registry.client
     subjects = Subjects("subjects", subjects_props(specs.subjects, specs.consumers, [t.name for t in specs.topics],

@@ -100,7 +100,8 @@ DOCKER_SIDE = ("tests/integration/pulumi/test_cluster_nodes.py", "tests/integrat
                "tests/integration/pulumi/test_docker_readback.py",
                "tests/integration/pulumi/test_monitoring_containers.py", "tests/integration/spark/test_containers.py",
                "tests/integration/runtime/test_docker_engine.py", "tests/integration/testing/",
-               "tests/integration/runtime/test_monitoring.py", "tests/integration/hosts/")
+               "tests/integration/runtime/test_monitoring.py", "tests/integration/registry/",
+               "tests/integration/hosts/")
 
 
 def group_of(item: pytest.Item) -> str:

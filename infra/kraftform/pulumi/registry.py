@@ -37,7 +37,7 @@ from kraftform.cluster.spec_json import from_json, to_json
 from kraftform.errors import ConnectionFailed, KafkaRequestFailed, PlanRefusedError
 from kraftform.plan.changes import Action, Change, Safety
 from kraftform.pulumi.nodes import _plain
-from kraftform.registry.reconcile import apply_subjects, plan_subjects
+from kraftform.registry.reconcile import apply_subjects, plan_subjects, registered_schemas
 from kraftform.registry.rest import NotFound, RegistryRest
 from kraftform.runtime.registry_base import CCOMPAT_PATH
 from kraftform.runtime.registry_container import DockerRegistry
@@ -195,9 +195,7 @@ def _writers(rest: RegistryRest, subjects: tuple[SubjectSpec, ...]) -> dict[str,
             numbers = rest.versions(subject.name)
         except NotFound:
             continue
-        for number in numbers:
-            version = rest.version(subject.name, number)
-            found[str(version.id)] = version.schema
+        found.update(registered_schemas(rest, subject.name, numbers))
     return out
 
 

@@ -103,10 +103,17 @@ def writer_schemas(rest: RegistryRest, specs: SpecSet, consumer: ConsumerSpec) -
         if not numbers:
             raise UsageError(f"consumer {consumer.name!r} reads Avro from topic {subject.topic!r}, and subject "
                              f"{subject.name!r} has no version in the registry: run `kraftform apply` first")
-        for number in numbers:
-            version = rest.version(subject.name, number)
-            writers[str(version.id)] = version.schema
+        writers.update(registered_schemas(rest, subject.name, numbers))
     return writers
+
+
+def registered_schemas(rest: RegistryRest, subject: str, numbers: list[int]) -> dict[str, str]:
+    """The schemas of a subject's registered versions `numbers`, by schema id: what a record's header names."""
+    schemas: dict[str, str] = {}
+    for number in numbers:
+        version = rest.version(subject, number)
+        schemas[str(version.id)] = version.schema
+    return schemas
 
 
 def declared_schema_id(rest: RegistryRest, specs: SpecSet, consumer: ConsumerSpec) -> int:

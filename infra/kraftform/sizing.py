@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from kraftform.errors import KraftformError
 from kraftform.spark.settings import input_partitions, job_settings
+from kraftform.specset.hosts import HostLoss, host_losses, loss_text
 from kraftform.specset.model import ConnectSpec, ConsumerSpec, SpecSet, TopicSpec
 from kraftform.units import human_bytes
 
@@ -80,6 +81,8 @@ class SizingReport:
     warnings: tuple[str, ...]
     consumers: tuple[ConsumerSizing, ...] = ()
     connect: tuple[ConnectSizing, ...] = ()
+    #: Each host's loss, for a cluster spread over hosts.
+    hosts: tuple[HostLoss, ...] = ()
 
     @property
     def consumer_cores(self) -> int:
@@ -178,8 +181,10 @@ def size_cluster(specs: SpecSet) -> SizingReport:
                             f"micro-batch: {sized.idle_cores} stay idle")
     connect = tuple(_connect(spec) for spec in specs.connect)
     warnings += [w for spec in specs.connect for w in _connect_warnings(spec, specs)]
+    hosts = host_losses(specs) if c.hosts else ()
+    warnings += [f"losing host {loss.host!r}: {line}" for loss in hosts for line in loss_text(loss)]
     return SizingReport(c.brokers, c.controllers, storage, for_storage, for_network, for_cpu, max_rf,
-                        controllers, topics, tuple(warnings), tuple(consumers), connect)
+                        controllers, topics, tuple(warnings), tuple(consumers), connect, hosts)
 
 
 def _connect(spec: ConnectSpec) -> ConnectSizing:

@@ -50,6 +50,9 @@ def register(sub: Any) -> None:
 
 def cmd_up(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs_dir)
+    if specs.cluster.hosts and specs.registry is not None and not specs.registry.external:
+        raise UsageError(f"{specs.registry.location}: a registry beside a cluster on hosts is not placed on hosts "
+                         f"yet; give registry.url (one you run) or start without cluster.hosts")
     if args.runtime == "docker" and args.image is None:
         from kraftform.runtime.engine import docker_client
         from kraftform.runtime.images import build_kafka

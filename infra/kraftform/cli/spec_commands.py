@@ -126,6 +126,14 @@ def render_sizing(r: SizingReport) -> str:
         out += ["", text_table(connect_rows),
                 f"Connect workers beside the brokers: {sum(c.workers for c in r.connect)} JVM(s), "
                 f"{human_bytes(sum(c.memory_bytes for c in r.connect))} of heap in all"]
+    if r.hosts:
+        host_rows = [("host", "nodes", "voters left", "majority", "fewest replicas left", "min.insync", "survives")]
+        for loss in r.hosts:
+            worst = min(loss.topics, key=lambda t: (t.replicas_left - t.min_insync, t.topic))
+            host_rows.append((loss.host, str(len(loss.nodes)), f"{loss.voters - loss.voters_lost} of {loss.voters}",
+                              str(loss.majority), f"{worst.replicas_left} of {worst.replication_factor} "
+                              f"({worst.topic})", str(worst.min_insync), "yes" if loss.survived else "NO"))
+        out += ["", text_table(host_rows), "each row: that host lost (engine, containers, link) and the rest up"]
     out += [""] + [f"warning: {w}" for w in r.warnings]
     if not r.warnings:
         out.append("The declared cluster is large enough for the declared load.")

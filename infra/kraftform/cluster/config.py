@@ -15,13 +15,14 @@ separate `secrets.properties` (mode 0600), so the main file can be reviewed, dif
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT, Node, Topology
 from kraftform.definitions.server_configs import definition
 from kraftform.specset.model import CONTROLLER_USER, NODE_PRINCIPAL
 
 SECRETS_FILE = "secrets.properties"
+LISTENER_PORTS = {"CLIENT": CLIENT_PORT, "INTERNAL": INTERNAL_PORT, "CONTROLLER": CONTROLLER_PORT}
 #: Every node's certificate (CN=<node name>,O=kraftform, signed by the cluster's own CA) maps to one principal,
 #: NODE_PRINCIPAL, as Strimzi's brokers share one: a broker added later is a super user on nodes that started
 #: before it, so growing the cluster restarts nobody. Only nodes hold such certificates (clients log in with SCRAM).
@@ -89,6 +90,16 @@ class Addressing:
     advertised: Mapping[str, str]  # node name -> host other nodes and clients use
     bind: Mapping[str, str]  # node name -> address to listen on
     external_host: str | None = None  # host-side name for the external listener, when published
+    #: Node name -> listener name -> port, for nodes sharing an address (a host's nodes); Kafka's fixed ports
+    #: (CLIENT_PORT, INTERNAL_PORT, CONTROLLER_PORT) for the rest.
+    ports: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    def port(self, node_name: str, listener: str) -> int:
+        return self.ports.get(node_name, {}).get(listener) or LISTENER_PORTS[listener]
+
+    def controller(self, node_name: str) -> str:
+        """host:port of a controller's listener, as voters and bootstrap servers name it."""
+        return f"{self.advertised[node_name]}:{self.port(node_name, 'CONTROLLER')}"
 
     def external_port(self, topo: Topology, node: Node) -> int | None:
         listener = topo.cluster.security.external_listener
@@ -116,8 +127,9 @@ def _listeners(topo: Topology, node: Node, addr: Addressing) -> dict[str, str]:
     advertised: list[str] = []
     protocols = {"CONTROLLER": controller_protocol}
     if node.is_broker:
-        listeners += [f"CLIENT://{bind}:{CLIENT_PORT}", f"INTERNAL://{bind}:{INTERNAL_PORT}"]
-        advertised += [f"CLIENT://{host}:{CLIENT_PORT}", f"INTERNAL://{host}:{INTERNAL_PORT}"]
+        client, internal = addr.port(node.name, "CLIENT"), addr.port(node.name, "INTERNAL")
+        listeners += [f"CLIENT://{bind}:{client}", f"INTERNAL://{bind}:{internal}"]
+        advertised += [f"CLIENT://{host}:{client}", f"INTERNAL://{host}:{internal}"]
         protocols |= {"CLIENT": "SASL_SSL", "INTERNAL": "SSL"}
         port = addr.external_port(topo, node)
         if port is not None:
@@ -125,8 +137,9 @@ def _listeners(topo: Topology, node: Node, addr: Addressing) -> dict[str, str]:
             advertised.append(f"EXTERNAL://{addr.external_host}:{port}")
             protocols["EXTERNAL"] = "SASL_SSL"
     if node.is_controller:
-        listeners.append(f"CONTROLLER://{bind}:{CONTROLLER_PORT}")
-        advertised.append(f"CONTROLLER://{host}:{CONTROLLER_PORT}")
+        port = addr.port(node.name, "CONTROLLER")
+        listeners.append(f"CONTROLLER://{bind}:{port}")
+        advertised.append(f"CONTROLLER://{host}:{port}")
     out = {
         "listeners": ",".join(listeners),
         "advertised.listeners": ",".join(advertised),
@@ -165,7 +178,7 @@ def render_properties(topo: Topology, node: Node, addr: Addressing, paths: NodeP
     c = topo.cluster
     brokers = len(topo.brokers)
     internal_rf = min(3, brokers)
-    voters = ",".join(f"{n.node_id}@{addr.advertised[n.name]}:{CONTROLLER_PORT}" for n in topo.controllers)
+    voters = ",".join(f"{n.node_id}@{addr.controller(n.name)}" for n in topo.controllers)
     props = {
         "process.roles": ",".join(r for r in ("broker", "controller") if r in node.roles),
         "node.id": str(node.node_id),

@@ -25,7 +25,8 @@ from kraftform.cluster.render import (
     server_args,
     tool_argfile,
 )
-from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_ID_BASE, CONTROLLER_PORT, Topology
+from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_ID_BASE, Node, Topology
+from kraftform.specset.hosts import node_hosts
 from kraftform.specset.model import ClusterSpec
 from kraftform.versions import KAFKA_VERSION
 
@@ -41,6 +42,11 @@ LOCAL_IMAGE = f"kraftform/kafka:{KAFKA_VERSION}"
 LABEL_CLUSTER = "dev.kraftform.cluster"
 LABEL_NODE = "dev.kraftform.node"
 LABEL_ROLES = "dev.kraftform.roles"
+#: On a node's container that runs on one of the spec's hosts: the host's name.
+LABEL_HOST = "dev.kraftform.host"
+#: The network of a node on one of the spec's hosts: the host's own, where it listens on the host's address at
+#: ports of its own (`host_ports`), as every other host and client reaches it; no bridge, no published port.
+HOST_NETWORK = "host"
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,8 @@ class ContainerSpec:
     #: started again (a node after a crash, a consumer whose job failed: its health shows it), one stopped or
     #: killed on purpose (`docker stop`, `docker kill`, `kraftform cluster down`) is not.
     restart: str = "unless-stopped"
+    #: The spec host (`cluster.hosts`) whose engine runs it; "": the one engine of a cluster without hosts.
+    host: str = ""
 
 
 def volume_name(node_name: str) -> str:
@@ -103,9 +111,29 @@ def in_containers(cluster: ClusterSpec) -> ClusterSpec:
     return dataclasses.replace(cluster, security=dataclasses.replace(cluster.security, external_listener=listener))
 
 
+def host_ports(topo: Topology, node: Node) -> dict[str, int]:
+    """A node's listener ports on its host, from the external listener's base port: brokers base + index
+    (clients) and base + 100 + index (between brokers), controllers base + 200 + their index; its metrics at
+    `metrics_host_port`. Every node of the cluster has its own, so any two share a host."""
+    base = topo.cluster.security.external_listener.base_port
+    out: dict[str, int] = {}
+    if node.broker_index is not None:
+        out |= {"CLIENT": base + node.broker_index, "INTERNAL": base + 100 + node.broker_index}
+    if node.is_controller:
+        index = node.node_id - CONTROLLER_ID_BASE if node.node_id > CONTROLLER_ID_BASE else node.node_id
+        out["CONTROLLER"] = base + 200 + index - 1
+    return out
+
+
 def docker_addressing(topo: Topology) -> Addressing:
     """Nodes find each other by container hostname; clients outside reach brokers at the external listener's
-    host, on the published ports."""
+    host, on the published ports. On hosts, every node listens on and advertises its host's address, at its
+    own ports, for nodes and clients alike."""
+    if topo.cluster.hosts:
+        placed = node_hosts(topo.cluster)
+        addresses = {n.name: placed[n.name].address for n in topo.nodes}
+        return Addressing(advertised=addresses, bind=addresses, ports={n.name: host_ports(topo, n)
+                                                                       for n in topo.nodes})
     names = {n.name: n.name for n in topo.nodes}
     return Addressing(advertised=names, bind={n.name: "0.0.0.0" for n in topo.nodes},
                       external_host=topo.cluster.security.external_listener.host)
@@ -141,14 +169,16 @@ def metrics_endpoints(specs: tuple[ContainerSpec, ...]) -> dict[str, tuple[str, 
             if p.container_port == METRICS_PORT}
 
 
-def _command(r: RenderedNode, cluster_id: str) -> tuple[str, ...]:
+def _command(r: RenderedNode, cluster_id: str, metrics_bind: str = "0.0.0.0",
+             metrics_port: int = METRICS_PORT) -> tuple[str, ...]:
     # The classpath in double quotes, so the shell leaves its `*` to Java; the SCRAM arguments come from an argument
     # file StorageTool reads itself (they hold passwords, which neither the command `docker inspect` shows nor the
     # process's command line, which the host's `ps` shows, may hold). The metrics agent only where the
     # image has it: the official image does not, and its nodes start without metrics.
     classpath = f'"{KAFKA_LIBS}/*"'
-    agent = agent_option(METRICS_AGENT, "0.0.0.0", r.paths.config_dir)
-    java = " ".join("${agent}" if arg == agent else arg for arg in server_args(r.node, r.paths, classpath, "0.0.0.0"))
+    agent = agent_option(METRICS_AGENT, metrics_bind, r.paths.config_dir, metrics_port)
+    java = " ".join("${agent}" if arg == agent else arg
+                    for arg in server_args(r.node, r.paths, classpath, metrics_bind, metrics_port=metrics_port))
     script = (
         "set -euf; "  # -f: nothing here is for the shell to glob (the classpath's `*` is Java's)
         f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
@@ -160,10 +190,10 @@ def _command(r: RenderedNode, cluster_id: str) -> tuple[str, ...]:
     return ("sh", "-c", script)
 
 
-def _healthcheck(r: RenderedNode) -> Healthcheck:
+def _healthcheck(r: RenderedNode, addr: Addressing) -> Healthcheck:
     """Healthy once the node's own port is listening (state 0A in the kernel's socket tables). Plain `sh`,
     `cat` and `grep`: the official image is Alpine without bash, ours is Debian."""
-    port = CLIENT_PORT if r.node.is_broker else CONTROLLER_PORT
+    port = addr.port(r.node.name, "CLIENT" if r.node.is_broker else "CONTROLLER")
     listening = f"':{port:04X} [0-9A-F]*:[0-9A-F]* 0A'"
     return Healthcheck(("CMD-SHELL", f"cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q {listening}"))
 
@@ -198,31 +228,60 @@ def network_name(cluster: str) -> str:
 def external_bootstrap(topo: Topology) -> str:
     """`bootstrap_servers` of the topology's containers from the topology alone: no secret goes into it, so under
     Pulumi it stays known in a preview while the secrets resource changes (a node added), and nothing that
-    connects to it is shown as replaced."""
+    connects to it is shown as replaced. On hosts: each broker's client listener on its host's address."""
     addr = docker_addressing(topo)
+    if topo.cluster.hosts:
+        return ",".join(f"{addr.advertised[n.name]}:{addr.port(n.name, 'CLIENT')}" for n in topo.brokers)
     ports = (addr.external_port(topo, n) for n in topo.nodes)
     return ",".join(f"{topo.cluster.security.external_listener.host}:{p}" for p in ports if p is not None)
 
 
 def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_IMAGE) -> tuple[ContainerSpec, ...]:
-    """One container per node, on one network, each with its own data volume."""
+    """One container per node, on one network, each with its own data volume; on hosts, each on its host's own
+    network (`HOST_NETWORK`)."""
     addr = docker_addressing(topo)
     network = network_name(topo.cluster.name)
+    base = topo.cluster.security.external_listener.base_port
+    placed = node_hosts(topo.cluster)
     specs = []
     for r in render_in_containers(topo, secrets):
         files = tuple(ContainerFile(f"{CONFIG_DIR}/{f.relative_path}", f.content, f.mode, f.secret) for f in r.files)
         files += (ContainerFile(f"{CONFIG_DIR}/{FORMAT_ARGS}", tool_argfile(r.scram_args), 0o600, True),)
         port = addr.external_port(topo, r.node)
         # Metrics on loopback only, whatever host the brokers advertise: nothing else needs them.
-        metrics = PortBinding(METRICS_PORT, metrics_host_port(topo.cluster.security.external_listener.base_port,
-                                                             r.node.node_id))
-        specs.append(ContainerSpec(
+        metrics = PortBinding(METRICS_PORT, metrics_host_port(base, r.node.node_id))
+        spec = ContainerSpec(
             name=r.node.name, hostname=r.node.name, image=image, command=_command(r, secrets.cluster_id),
             network=network, aliases=(r.node.name,), volume=volume_name(r.node.name), volume_path=DATA_DIR,
             files=files, ports=((PortBinding(port, port, publish_ip(addr.external_host or "localhost")),)
                                 if port is not None else ()) + (metrics,),
-            healthcheck=_healthcheck(r),
+            healthcheck=_healthcheck(r, addr),
             labels={LABEL_CLUSTER: topo.cluster.name, LABEL_NODE: r.node.name,
                     LABEL_ROLES: ",".join(r.node.roles)},
-        ))
+        )
+        host = placed.get(r.node.name)
+        if host is not None:
+            spec = dataclasses.replace(
+                spec, command=_command(r, secrets.cluster_id, host.address, metrics_host_port(base, r.node.node_id)),
+                network=HOST_NETWORK, aliases=(), ports=(), labels={**spec.labels, LABEL_HOST: host.name},
+                host=host.name)
+        specs.append(spec)
     return tuple(specs)
+
+
+def client_bootstrap(topo: Topology, specs: tuple[ContainerSpec, ...]) -> str:
+    """What clients outside the cluster's containers connect to: the published broker ports, or on hosts each
+    broker's client listener on its host's address."""
+    if topo.cluster.hosts:
+        return external_bootstrap(topo)
+    return bootstrap_servers(specs, topo.cluster.security.external_listener.host)
+
+
+def node_metrics(topo: Topology, specs: tuple[ContainerSpec, ...]) -> dict[str, tuple[str, str]]:
+    """Node name -> (roles, host:port) of its metrics: published on loopback, or on hosts served on the host's
+    address."""
+    if not topo.cluster.hosts:
+        return metrics_endpoints(specs)
+    base, placed = topo.cluster.security.external_listener.base_port, node_hosts(topo.cluster)
+    return {n.name: (",".join(n.roles), f"{placed[n.name].address}:{metrics_host_port(base, n.node_id)}")
+            for n in topo.nodes}

@@ -150,6 +150,6 @@ def exporter_config() -> str:
     return "\n".join(lines) + "\n"
 
 
-def agent_option(agent_jar: str, bind_host: str, config_dir: str) -> str:
-    """The JVM option that starts the exporter inside a node, listening on `bind_host` only."""
-    return f"-javaagent:{agent_jar}={bind_host}:{METRICS_PORT}:{config_dir}/{METRICS_FILE}"
+def agent_option(agent_jar: str, bind_host: str, config_dir: str, port: int = METRICS_PORT) -> str:
+    """The JVM option that starts the exporter inside a node, listening on `bind_host:port` only."""
+    return f"-javaagent:{agent_jar}={bind_host}:{port}:{config_dir}/{METRICS_FILE}"

@@ -25,8 +25,8 @@ from kraftform.cluster.config import (
     render_properties,
     secrets_properties,
 )
-from kraftform.cluster.jmx import METRICS_FILE, agent_option, exporter_config
-from kraftform.cluster.topology import CONTROLLER_PORT, Node, Topology
+from kraftform.cluster.jmx import METRICS_FILE, METRICS_PORT, agent_option, exporter_config
+from kraftform.cluster.topology import Node, Topology
 from kraftform.errors import UsageError
 from kraftform.specset.model import SCRAM_ANCHORS, ClusterSpec
 
@@ -92,8 +92,7 @@ def make_secrets(topo: Topology, addr: Addressing, admin_password: str | None = 
     if keep:  # a static quorum stays static: its voters are in every node's configuration
         return dataclasses.replace(keep, node_keys=keys)
     directories = {n.name: new_directory_id() for n in topo.controllers}
-    voters = ",".join(f"{n.node_id}@{addr.advertised[n.name]}:{CONTROLLER_PORT}:{directories[n.name]}"
-                      for n in topo.controllers)
+    voters = ",".join(f"{n.node_id}@{addr.controller(n.name)}:{directories[n.name]}" for n in topo.controllers)
     return ClusterSecrets(new_cluster_id(), ca, keys, admin_password or new_password(), new_password(), directories,
                           voters)
 
@@ -183,10 +182,10 @@ def tool_argfile(args: Sequence[str]) -> str:
 
 
 def server_args(node: Node, paths: NodePaths, classpath: str, metrics_host: str = "",
-                extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+                extra: tuple[str, ...] = (), metrics_port: int = METRICS_PORT) -> tuple[str, ...]:
     """The JVM arguments that start a node, for the local runtime and the containers alike; with the metrics agent
-    serving on `metrics_host` when the paths name its jar, and the runtime's `extra` JVM options."""
-    agent = (agent_option(paths.metrics_agent, metrics_host, paths.config_dir),) \
+    serving on `metrics_host:metrics_port` when the paths name its jar, and the runtime's `extra` JVM options."""
+    agent = (agent_option(paths.metrics_agent, metrics_host, paths.config_dir, metrics_port),) \
         if paths.metrics_agent and metrics_host else ()
     return (*java_options(node, paths), *extra, *agent, "-cp", classpath, KAFKA_MAIN, paths.server_properties)
 
@@ -253,8 +252,7 @@ def dynamic_quorum_properties(props: Mapping[str, str], topo: Topology, node: No
     voter list, and a controller joins the voters by itself once it has caught up."""
     out = {k: v for k, v in props.items() if k != "controller.quorum.voters"}
     first = sorted(topo.controllers, key=lambda n: n.node_id)[:BOOTSTRAP_CONTROLLERS]
-    out["controller.quorum.bootstrap.servers"] = ",".join(f"{addr.advertised[n.name]}:{CONTROLLER_PORT}"
-                                                          for n in first)
+    out["controller.quorum.bootstrap.servers"] = ",".join(addr.controller(n.name) for n in first)
     if node.is_controller:
         out["controller.quorum.auto.join.enable"] = "true"
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -149,7 +150,12 @@ def observe_status(connection: Connection, specs: SpecSet,
                        for p in metadata.topics[name].partitions.values())
     existing = [t for t in declared if t in metadata.topics]
     min_isr = attempt("min.insync.replicas of the declared topics", lambda: _min_isr(admin, existing)) or {}
-    quorum = attempt("the controller quorum", lambda: read_quorum(connection))
+    down = unreachable_brokers({b.id: (str(b.host), int(b.port)) for b in metadata.brokers.values()})
+    # The quorum is asked through brokers that answer: a bootstrap list naming a host cut off would have
+    # kafka-python wait out its request timeout on it.
+    answering = ",".join(f"{b.host}:{b.port}" for b in metadata.brokers.values() if b.id not in down)
+    quorum = attempt("the controller quorum", lambda: read_quorum(
+        dataclasses.replace(connection, bootstrap=answering or connection.bootstrap)))
     consumers = [ConsumerPosition(c.name, "spark", tuple(c.topics), spark_positions.get(c.name),
                                   lag_limit(c.profile)) for c in specs.consumers]
     every_partition = [TopicPartition(name, p) for name, topic in sorted(metadata.topics.items())
@@ -167,7 +173,6 @@ def observe_status(connection: Connection, specs: SpecSet,
     wanted = [TopicPartition(t, p) for t in sorted({t for c in consumers for t in c.topics})
               if t in metadata.topics for p in metadata.topics[t].partitions]
     ends = attempt("the end offsets of the consumers' topics", lambda: _end_offsets(admin, wanted)) or {}
-    down = unreachable_brokers({b.id: (str(b.host), int(b.port)) for b in metadata.brokers.values()})
     return Observed(tuple(sorted(metadata.brokers)), quorum.leader if quorum else -1,
                     dict(quorum.behind_ms) if quorum else {}, partitions, min_isr, tuple(consumers), ends,
                     tuple(unread), down)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from kraftform.cluster.topology import Topology
 from kraftform.plan.connectors import FAILED, LiveConnector
+from kraftform.specset.hosts import node_hosts
 from kraftform.specset.model import ConnectSpec
 
 #: Records a consumer may be behind before `status` (and the lag alert) says so, by profile: about the records
@@ -193,6 +194,19 @@ def _ids(ids: object) -> str:
     return ", ".join(str(i) for i in sorted(ids))  # type: ignore[call-overload]
 
 
+def _hosts_lost(topo: Topology, down: set[int], voters_known: bool) -> list[str]:
+    """A host none of whose nodes answers, named as the host it is (its engine, its link or the machine); with
+    the quorum unread, judged by its brokers alone."""
+    placed = node_hosts(topo.cluster)
+    out = []
+    for host in topo.cluster.hosts:
+        nodes = [n for n in topo.nodes if placed.get(n.name) == host and (voters_known or n.is_broker)]
+        if nodes and all(n.node_id in down for n in nodes):
+            out.append(f"host {host.name} ({host.address}) is lost: none of its {len(nodes)} node(s) answer "
+                       f"({', '.join(n.name for n in nodes)}); its machine, its Docker engine or its network is down")
+    return out
+
+
 def _nodes(topo: Topology, seen: Observed) -> list[str]:
     problems = []
     declared = {n.node_id for n in topo.brokers}
@@ -209,7 +223,7 @@ def _nodes(topo: Topology, seen: Observed) -> list[str]:
         problems.append(f"broker{'s' if len(extra) > 1 else ''} {_ids(extra)} registered but not declared")
     problems += [f"could not read {what}" for what in seen.unread]
     if not seen.voters_behind_ms:
-        return problems
+        return problems + _hosts_lost(topo, {*missing, *seen.unreachable}, False)
     if seen.quorum_leader < 0:
         problems.append("the controller quorum has no leader")
     behind = {v: ms for v, ms in seen.voters_behind_ms.items() if ms > VOTER_BEHIND_MS}
@@ -219,6 +233,7 @@ def _nodes(topo: Topology, seen: Observed) -> list[str]:
         problems.append(f"controller {name} (voter {voter}) is not caught up with the quorum leader "
                         f"{seen.quorum_leader}: last caught up {since} (down or behind)")
     voters = set(seen.voters_behind_ms)
+    problems += _hosts_lost(topo, {*missing, *seen.unreachable, *behind}, True)
     if len(voters) - len(behind) < len(voters) // 2 + 1:
         problems.append(f"only {len(voters) - len(behind)} of {len(voters)} voters are caught up: the quorum has "
                         f"lost its majority and metadata cannot change")

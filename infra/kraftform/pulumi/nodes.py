@@ -54,7 +54,7 @@ def node_inputs(cluster: ClusterSpec, secrets: ClusterSecrets) -> dict[str, Any]
     """Per node, what the runtime records when it starts it (`deployment.started`): the preview's diff."""
     spec = in_containers(cluster)
     return {r.node.name: {k: v for k, v in dataclasses.asdict(dep.started(r, spec.kafka_version)).items()
-                          if k not in ("name", "handle")}
+                          if k not in ("name", "handle") and (k != "host" or v)}
             for r in render_in_containers(topology(spec), secrets)}
 
 

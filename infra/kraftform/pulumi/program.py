@@ -317,6 +317,11 @@ def build(cfg: StackConfig) -> Stack:
     security = specs.cluster.security
     depends: list[pulumi.Resource] = []
     cluster: KafkaCluster | None = None
+    if cfg.mode == "docker" and specs.cluster.hosts:
+        where = specs.cluster.hosts[0].location
+        raise pulumi.RunError(f"{where}: cluster.hosts: the stack runs every node on its one Docker engine and does "
+                              f"not place nodes on hosts yet; `kraftform cluster up --runtime docker` does "
+                              f"(docs/hosts.md)")
     if cfg.mode == "docker":
         cluster = KafkaCluster(specs.cluster.name, specs.cluster, stack_image(cfg.image, specs.cluster.kafka_version),
                                cfg.admin_password)

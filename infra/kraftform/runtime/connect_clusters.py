@@ -52,7 +52,7 @@ class DockerStateWorkers(ConnectWorkers):
         deployment = dep.load(self.state_dir)
         made = self._secrets()
         brokers = [n.name for n in deployment.nodes if "broker" in n.roles]
-        d = ConnectDeployment(self.spec, deployment.cluster_name, deployment.extra["network"],
+        d = ConnectDeployment(self.spec, deployment.cluster_name, deployment.network("a Connect worker"),
                               deployment.extra["image"], network_bootstrap(brokers),
                               dep.load_secrets(self.state_dir).ca, password, made["rest_password"],
                               made["store_password"], dict(logins or {}),

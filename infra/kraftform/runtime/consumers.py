@@ -54,7 +54,8 @@ def spark_cluster_specs(state_dir: Path, specs: SpecSet, image: str) -> tuple[Co
     if deployment.cluster_name != specs.cluster.name:  # consumers find the master by the specs' cluster name
         raise UsageError(f"the specs describe cluster {specs.cluster.name!r}, {state_dir} holds "
                          f"{deployment.cluster_name!r}: a standalone Spark master beside it would not be found")
-    return spark_cluster_containers(deployment.cluster_name, specs.cluster.spark, image, deployment.extra["network"],
+    return spark_cluster_containers(deployment.cluster_name, specs.cluster.spark, image,
+                                    deployment.network("Spark's standalone cluster"),
                                     (state_dir / "ca.pem").read_text())
 
 
@@ -75,7 +76,7 @@ def container_specs(state_dir: Path, specs: SpecSet, consumers: Sequence[Consume
         manifest = consumer_manifest(consumer, specs, allow_reset, avro_writers(specs, state_dir, consumer))
         made.append(consumer_container(consumer, deployment.cluster_name, manifest_text(manifest), bootstrap,
                                        manifest.mechanism, found[consumer.user] or "", ca_pem,
-                                       deployment.extra["network"], image))
+                                       deployment.network("a consumer's container"), image))
     return made
 
 

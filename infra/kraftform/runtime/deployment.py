@@ -27,6 +27,9 @@ from kraftform.specset.model import ClusterSpec
 from kraftform.statefiles import PRIVATE, read_json, write_atomic
 
 STATE_FILE = "cluster.json"
+#: In a deployment's `extra`: the spec's hosts, as JSON (name -> its engine's endpoint and TLS files), so commands
+#: given only the state directory reach each node's engine.
+HOSTS = "hosts"
 SECRETS_FILE = "secrets.json"
 
 
@@ -47,6 +50,8 @@ class NodeRecord:
     kafka_version: str | None = None
     #: Started with `Node.quick_start`, so a restart keeps it.
     quick_start: bool = False
+    #: The spec host (`cluster.hosts`) whose Docker engine runs it; "": the machine's own engine or process.
+    host: str = ""
 
 
 @dataclass
@@ -62,6 +67,15 @@ class Deployment:
     #: Nodes being replaced, as they ran before: what a failed restart goes back to.
     previous: dict[str, NodeRecord] = field(default_factory=dict)
 
+    def network(self, what: str) -> str:
+        """The Docker network `what` (consumers, Connect workers, the registry) joins beside the nodes; refused for a
+        cluster on several hosts, whose nodes are on their hosts' own networks and have no such network."""
+        if HOSTS in self.extra:
+            raise UsageError(f"cluster {self.cluster_name!r} runs on hosts (cluster.hosts): {what} beside it in "
+                             f"Docker is not placed on hosts yet; run it where it reaches the brokers' addresses "
+                             f"({self.bootstrap}) instead")
+        return self.extra["network"]
+
     def node(self, name: str) -> NodeRecord:
         for record in self.nodes:
             if record.name == name:
@@ -75,11 +89,11 @@ def running_nodes(deployment: Deployment) -> tuple[RunningNode, ...]:
                              r.kafka_version or deployment.kafka_version) for r in deployment.nodes)
 
 
-def started(rendered: RenderedNode, kafka_version: str, handle: str = "") -> NodeRecord:
-    """The record of a node started from `rendered`."""
+def started(rendered: RenderedNode, kafka_version: str, handle: str = "", host: str = "") -> NodeRecord:
+    """The record of a node started from `rendered` (on `host`)."""
     node = rendered.node
     return NodeRecord(node.name, node.node_id, list(node.roles), handle, node.heap_bytes, dict(rendered.properties),
-                      kafka_version, node.quick_start)
+                      kafka_version, node.quick_start, host)
 
 
 def save_secrets(state_dir: Path, secrets: ClusterSecrets) -> None:

@@ -16,6 +16,7 @@ import shutil
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import docker
 from docker.errors import APIError, NotFound
@@ -23,14 +24,16 @@ from docker.models.containers import Container
 
 from kraftform.cluster.config import Addressing
 from kraftform.cluster.containers import (
+    HOST_NETWORK,
     LABEL_CLUSTER,
     ContainerSpec,
-    bootstrap_servers,
+    client_bootstrap,
     container_specs,
     docker_addressing,
     in_containers,
     kafka_image,
-    metrics_endpoints,
+    network_name,
+    node_metrics,
     render_in_containers,
     volume_name,
 )
@@ -40,9 +43,17 @@ from kraftform.errors import UsageError
 from kraftform.kafka.health import ClusterHealth, wait_healthy
 from kraftform.plan.nodes import NodePlan, node_plan
 from kraftform.runtime import deployment as dep
-from kraftform.runtime.engine import attached, create_container, docker_client, remove_attached, remove_if_present
+from kraftform.runtime.engine import (
+    attached,
+    create_container,
+    docker_client,
+    host_client,
+    remove_attached,
+    remove_if_present,
+)
 from kraftform.runtime.images import build_kafka
 from kraftform.runtime.local import last_error_line
+from kraftform.specset.hosts import node_hosts
 from kraftform.specset.model import ClusterSpec
 
 #: On each node's container: its `NodeRecord` (no secrets in it), so the deployment can be read back from Docker
@@ -105,16 +116,66 @@ def recovered(client: docker.DockerClient, cluster: str) -> tuple[list[dep.NodeR
     return sorted(nodes, key=lambda r: r.node_id), previous
 
 
+def hosts_json(cluster: ClusterSpec) -> str:
+    return json.dumps({h.name: {"docker": h.docker, "tls": [h.tls.ca, h.tls.cert, h.tls.key] if h.tls else None}
+                       for h in cluster.hosts}, sort_keys=True)
+
+
 class DockerRuntime:
+    """The cluster's nodes as containers: on this machine's Docker engine, or on the engine of each node's host
+    (`cluster.hosts`), one client per engine."""
+
     name = "docker"
 
     def __init__(self, state_dir: Path, image: str | None = None) -> None:
         self.state_dir = state_dir.resolve()
         self.image = image
+        self._engines: dict[str, docker.DockerClient] = {}
+        #: Host name -> its endpoint and TLS files; node name -> its host (from the specs, else the records).
+        self._hosts: dict[str, dict[str, Any]] = {}
+        self._node_hosts: dict[str, str] = {}
 
     @property
     def client(self) -> docker.DockerClient:
-        return docker_client()
+        """This machine's own engine (a cluster without hosts runs there, and so do its consumers)."""
+        return self.engine("")
+
+    def engine(self, host: str) -> docker.DockerClient:
+        """The engine of a spec host ("": this machine's), one client each for the runtime's life."""
+        if host not in self._engines:
+            if not host:
+                self._engines[host] = docker_client()
+            else:
+                if host not in self._hosts:
+                    self._hosts_from_state()
+                found = self._hosts.get(host)
+                if found is None:
+                    raise UsageError(f"host {host!r} is not in the specs or the records of {self.state_dir}")
+                self._engines[host] = host_client(host, found["docker"], found["tls"])
+        return self._engines[host]
+
+    def _know(self, cluster: ClusterSpec) -> None:
+        """The hosts and node placement the specs give."""
+        self._hosts.update(json.loads(hosts_json(cluster)))
+        self._node_hosts.update({name: h.name for name, h in node_hosts(cluster).items()})
+
+    def _hosts_from_state(self) -> None:
+        if (self.state_dir / dep.STATE_FILE).is_file():
+            deployment = dep.load(self.state_dir)
+            self._hosts.update(json.loads(deployment.extra.get(dep.HOSTS, "{}")))
+            for record in (*deployment.nodes, *deployment.previous.values()):
+                self._node_hosts.setdefault(record.name, record.host)
+
+    def engine_of(self, name: str) -> docker.DockerClient:
+        """The engine that runs node `name`: the one its record names, else the one the specs place it on."""
+        if name not in self._node_hosts:
+            self._hosts_from_state()
+        return self.engine(self._node_hosts.get(name, ""))
+
+    def node_host(self, name: str) -> str:
+        """The host a node runs on ("": this machine)."""
+        self.engine_of(name)
+        return self._node_hosts.get(name, "")
 
     def _network(self, client: docker.DockerClient, name: str, cluster: str) -> None:
         if not client.networks.list(names=[name]):
@@ -140,15 +201,25 @@ class DockerRuntime:
     def node_plan(self, cluster: ClusterSpec) -> NodePlan | None:
         if not (self.state_dir / dep.SECRETS_FILE).is_file():
             return None
-        return node_plan(dep.running_nodes(dep.load(self.state_dir)), self.rendered(cluster), cluster.kafka_version,
+        self._know(in_containers(cluster))
+        deployment = dep.load(self.state_dir)
+        rendered = self.rendered(cluster)
+        plan = node_plan(dep.running_nodes(deployment), rendered, cluster.kafka_version,
                          dep.load_secrets(self.state_dir).dynamic_quorum)
+        placed = {name: h.name for name, h in node_hosts(cluster).items()}
+        wanted = {r.node.name for r in rendered}
+        moved = [f"{r.name} runs on {r.host or 'this machine'} and the specs put it on "
+                 f"{placed.get(r.name) or 'this machine'}: a node does not move between hosts (its data is on its "
+                 f"host's volume); add a node on the new host, let the plan move replicas to it, then remove this one"
+                 for r in deployment.nodes if r.name in wanted and r.host != placed.get(r.name, "")]
+        return dataclasses.replace(plan, refused=plan.refused + tuple(moved)) if moved else plan
 
     def up(self, cluster: ClusterSpec, admin_password: str | None = None, timeout: float = 240,
            secrets: ClusterSecrets | None = None) -> ClusterHealth:
         """Create the network, volumes and containers and start them; idempotent like the local runtime. The
         cluster's secrets are made here unless given (`pulumi up` keeps them in the stack)."""
         cluster = in_containers(cluster)
-        client = self.client
+        self._know(cluster)
         topo = topology(cluster)
         addr: Addressing = docker_addressing(topo)
         deployment = dep.load_existing(self.state_dir, self.name, cluster.name)
@@ -156,11 +227,14 @@ class DockerRuntime:
             dep.require_as_declared(self.state_dir, deployment, topo, self.node_plan(cluster))
             for record in deployment.nodes:
                 with published_ports(cluster.name):
-                    client.containers.get(record.handle).start()
+                    self.engine(record.host).containers.get(record.handle).start()
         else:
             secrets = secrets or make_secrets(topo, addr, admin_password)
-            specs = container_specs(topo, secrets, self._image(cluster.kafka_version))
-            leftovers = [s.volume for s in specs if client.volumes.list(filters={"name": f"^{s.volume}$"})]
+            image = self._image(cluster.kafka_version)
+            specs = container_specs(topo, secrets, image)
+            self._require_image(image, {s.host for s in specs if s.host})
+            leftovers = [s.volume for s in specs
+                         if self.engine(s.host).volumes.list(filters={"name": f"^{s.volume}$"})]
             if leftovers:
                 # Their data belongs to another cluster id; never reuse or delete it silently.
                 raise UsageError(
@@ -170,29 +244,45 @@ class DockerRuntime:
             busy = sorted(p.host_port for s in specs for p in s.ports if port_taken(p.host_ip, p.host_port))
             if busy:
                 raise UsageError(_ports_taken(cluster.name, busy))
-            records = [dep.started(r, cluster.kafka_version, r.node.name) for r in render_in_containers(topo, secrets)]
-            network_there = bool(client.networks.list(names=[specs[0].network]))  # Pulumi's own resource
-            with self._undone_on_failure(client, specs, remove_network=not network_there):
+            on = {s.name: s.host for s in specs}
+            records = [dep.started(r, cluster.kafka_version, r.node.name, on[r.node.name])
+                       for r in render_in_containers(topo, secrets)]
+            network = network_name(cluster.name)
+            bridged = any(s.network != HOST_NETWORK for s in specs)
+            network_there = bool(self.client.networks.list(names=[network])) if bridged else True
+            with self._undone_on_failure(specs, remove_network=not network_there):
                 dep.save_secrets(self.state_dir, secrets)
-                self._network(client, specs[0].network, cluster.name)
+                if bridged:
+                    self._network(self.client, network, cluster.name)
                 for spec, record in zip(specs, records, strict=True):
+                    client = self.engine(spec.host)
                     remove_if_present(client, spec.name)
                     with published_ports(cluster.name):
                         self.create_container(client, spec, record).start()
-            bootstrap = bootstrap_servers(specs, cluster.security.external_listener.host)
+            bootstrap = client_bootstrap(topo, specs)
             dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
                                    cluster.security.sasl_mechanism, secrets.ca.cert_pem)
-            deployment = dep.Deployment(
-                self.name, cluster.name, bootstrap, cluster.brokers, cluster.kafka_version, records,
-                {"network": specs[0].network, "image": self._image(cluster.kafka_version)})
+            extra = {"network": network, "image": image} | ({dep.HOSTS: hosts_json(cluster)} if cluster.hosts else {})
+            deployment = dep.Deployment(self.name, cluster.name, bootstrap, cluster.brokers, cluster.kafka_version,
+                                        records, extra)
             dep.save(self.state_dir, deployment)
-            dep.write_endpoints(self.state_dir, metrics_endpoints(specs))
+            dep.write_endpoints(self.state_dir, node_metrics(topo, specs))
         return wait_healthy(dep.admin_config(self.state_dir), {n.node_id: n.name for n in topo.brokers}, timeout,
                             self.last_error, self.restart_node)
 
+    def _require_image(self, image: str, hosts: set[str]) -> None:
+        """Every host's engine has the nodes' image: kraftform builds images on this machine only, and never
+        copies one to a host it was given (`docker save IMAGE | docker -H ENDPOINT load` does, or a registry)."""
+        for host in sorted(hosts):
+            try:
+                self.engine(host).images.get(image)
+            except docker.errors.ImageNotFound:
+                raise UsageError(f"host {host!r}: its Docker engine has no image {image}; load it there "
+                                 f"(`docker save {image} | docker -H {self._hosts[host]['docker']} load`) or pull it "
+                                 f"from your registry, then run again") from None
+
     @contextlib.contextmanager
-    def _undone_on_failure(self, client: docker.DockerClient, specs: tuple[ContainerSpec, ...],
-                           remove_network: bool) -> Iterator[None]:
+    def _undone_on_failure(self, specs: tuple[ContainerSpec, ...], remove_network: bool) -> Iterator[None]:
         """A first start that fails takes back what it made (containers, their empty volumes, the network if it
         made it, the secrets), so the state directory and Docker are as before it and the next `up` starts afresh
         instead of refusing its own volumes as another cluster's."""
@@ -201,10 +291,12 @@ class DockerRuntime:
         except BaseException:
             with contextlib.suppress(Exception):
                 for spec in specs:
+                    client = self.engine(spec.host)
                     remove_if_present(client, spec.name)
                     with contextlib.suppress(NotFound):
                         client.volumes.get(spec.volume).remove(force=True)
-                for network in client.networks.list(names=[specs[0].network]) if remove_network else []:
+                for network in self.client.networks.list(names=[network_name(specs[0].labels[LABEL_CLUSTER])]) \
+                        if remove_network else []:
                     network.remove()
             (self.state_dir / dep.SECRETS_FILE).unlink(missing_ok=True)
             raise
@@ -212,14 +304,18 @@ class DockerRuntime:
     # --- what a roll and a resize do to single nodes (`runtime.rolling.Nodes`) ---------------------------
     def _spec(self, cluster: ClusterSpec, name: str) -> ContainerSpec:
         """A node's container as the specs now describe it; the image of their Kafka version built if missing."""
-        if self.image is None:
+        self._know(in_containers(cluster))
+        spec = self._specs(cluster, dep.load_secrets(self.state_dir), cluster.kafka_version)[name]
+        if spec.host:
+            self._require_image(spec.image, {spec.host})
+        elif self.image is None:
             build_kafka(self.client, [], cluster.kafka_version)
-        return self._specs(cluster, dep.load_secrets(self.state_dir), cluster.kafka_version)[name]
+        return spec
 
     def process_id(self, name: str) -> str:
         """The container's id and start time: a restart changes the second."""
         try:
-            container = self.client.containers.get(name)
+            container = self.engine_of(name).containers.get(name)
         except NotFound:
             return ""
         state = container.attrs["State"]
@@ -228,22 +324,24 @@ class DockerRuntime:
     def replace_node(self, cluster: ClusterSpec, rendered: RenderedNode) -> None:
         """Stop the node's container (a controlled shutdown), keep it aside as `<name>-previous`, and start a new
         one from its new spec on the same data volume; `settle_node` or `revert_node` ends it."""
-        client, name = self.client, rendered.node.name
+        name = rendered.node.name
         spec = self._spec(cluster, name)
+        client = self.engine_of(name)
         deployment = dep.load(self.state_dir)
         record = deployment.node(name)
         old = client.containers.get(record.handle)
         old.stop(timeout=60)
         remove_if_present(client, _previous(name))
         old.rename(_previous(name))
-        new = dep.started(rendered, cluster.kafka_version, name)
+        new = dep.started(rendered, cluster.kafka_version, name, spec.host)
         self.create_container(client, spec, new).start()
         deployment.previous[name] = record
         deployment.nodes[deployment.nodes.index(record)] = new
+        self._record_hosts(deployment)
         dep.save(self.state_dir, deployment)
 
     def revert_node(self, name: str) -> None:
-        client = self.client
+        client = self.engine_of(name)
         deployment = dep.load(self.state_dir)
         record, old = deployment.node(name), deployment.previous.pop(name)
         remove_if_present(client, name)
@@ -257,12 +355,14 @@ class DockerRuntime:
         deployment = dep.load(self.state_dir)
         if deployment.previous.pop(name, None) is not None:
             dep.save(self.state_dir, deployment)
-        remove_if_present(self.client, _previous(name))
+        remove_if_present(self.engine_of(name), _previous(name))
 
     def add_node(self, cluster: ClusterSpec, rendered: RenderedNode) -> None:
         """A new container on a new volume; its command formats the volume with the cluster's id first. One this
         cluster's earlier add made (interrupted before it was recorded) is adopted, as its label records it."""
-        client, name = self.client, rendered.node.name
+        name = rendered.node.name
+        self._know(in_containers(cluster))
+        client = self.engine_of(name)
         adopted = self._adopted(cluster.name, name)
         if adopted is not None:
             deployment = dep.load(self.state_dir)
@@ -274,16 +374,25 @@ class DockerRuntime:
             raise UsageError(f"a data volume {spec.volume} exists from an earlier node {name}; kraftform will not "
                              f"adopt its data: remove it (`docker volume rm {spec.volume}`) and apply again")
         remove_if_present(client, name)
-        record = dep.started(rendered, cluster.kafka_version, name)
+        record = dep.started(rendered, cluster.kafka_version, name, spec.host)
         self.create_container(client, spec, record).start()
         deployment = dep.load(self.state_dir)
         deployment.nodes.append(record)
+        self._record_hosts(deployment)
         dep.save(self.state_dir, deployment)
+
+    def _record_hosts(self, deployment: dep.Deployment) -> None:
+        """The hosts the records name, kept with them: a node added on a new host is found there by commands given
+        only the state directory, and a host drained of its nodes is forgotten."""
+        if self._hosts or dep.HOSTS in deployment.extra:
+            known = json.loads(deployment.extra.get(dep.HOSTS, "{}")) | self._hosts
+            used = {r.host for r in (*deployment.nodes, *deployment.previous.values())}
+            deployment.extra[dep.HOSTS] = json.dumps({h: e for h, e in known.items() if h in used}, sort_keys=True)
 
     def _adopted(self, cluster: str, name: str) -> dep.NodeRecord | None:
         """The record of a container of this cluster named `name` that no record lists, started if stopped."""
         try:
-            container = self.client.containers.get(name)
+            container = self.engine_of(name).containers.get(name)
         except NotFound:
             return None
         if container.labels.get(LABEL_CLUSTER) != cluster or LABEL_RECORD not in container.labels:
@@ -293,12 +402,13 @@ class DockerRuntime:
         return dep.NodeRecord(**json.loads(container.labels[LABEL_RECORD]))
 
     def remove_node(self, name: str, purge: bool) -> None:
-        client = self.client
+        client = self.engine_of(name)
         deployment = dep.load(self.state_dir)
         record = deployment.node(name)
         with contextlib.suppress(NotFound):
             client.containers.get(record.handle).stop(timeout=60)
         deployment.nodes.remove(record)
+        self._record_hosts(deployment)
         dep.save(self.state_dir, deployment)
         if purge:
             remove_if_present(client, record.handle)
@@ -307,19 +417,20 @@ class DockerRuntime:
 
     def last_error(self, name: str) -> str:
         try:
-            logs = self.client.containers.get(name).logs(tail=400).decode(errors="replace")
+            logs = self.engine_of(name).containers.get(name).logs(tail=400).decode(errors="replace")
         except NotFound:
             return "(its container is gone)"
         return last_error_line(logs)
 
     def set_bootstrap(self, cluster: ClusterSpec) -> None:
         cluster = in_containers(cluster)
-        specs = container_specs(topology(cluster), dep.load_secrets(self.state_dir), self._image(cluster.kafka_version))
-        dep.reshaped(self.state_dir, cluster, bootstrap_servers(specs, cluster.security.external_listener.host))
-        dep.write_endpoints(self.state_dir, metrics_endpoints(specs))
+        topo = topology(cluster)
+        specs = container_specs(topo, dep.load_secrets(self.state_dir), self._image(cluster.kafka_version))
+        dep.reshaped(self.state_dir, cluster, client_bootstrap(topo, specs))
+        dep.write_endpoints(self.state_dir, node_metrics(topo, specs))
 
     def kill_node(self, name: str, signal: str = "SIGKILL") -> None:
-        container = self.client.containers.get(dep.load(self.state_dir).node(name).handle)
+        container = self.engine_of(name).containers.get(dep.load(self.state_dir).node(name).handle)
         container.kill(signal=signal)
         container.wait(timeout=60)
 
@@ -331,7 +442,7 @@ class DockerRuntime:
     def start_node(self, name: str) -> None:
         """Start a stopped node's container; one a roll set aside and did not replace (interrupted in between)
         gets its name back first."""
-        client, handle = self.client, dep.load(self.state_dir).node(name).handle
+        client, handle = self.engine_of(name), dep.load(self.state_dir).node(name).handle
         try:
             container = client.containers.get(handle)
         except NotFound:
@@ -343,15 +454,15 @@ class DockerRuntime:
         """Containers attached to the cluster (consumers) first, then brokers (controlled shutdown needs the
         controllers), then controllers."""
         deployment = dep.load(self.state_dir)
-        client = self.client
-        for container in attached(client, deployment.cluster_name):
+        beside = [] if dep.HOSTS in deployment.extra else attached(self.client, deployment.cluster_name)
+        for container in beside:
             with contextlib.suppress(NotFound):
                 container.stop(timeout=60)
         for want_broker in (True, False):
             for record in deployment.nodes:
                 if ("broker" in record.roles) == want_broker:
                     with contextlib.suppress(NotFound):
-                        client.containers.get(record.handle).stop(timeout=30)
+                        self.engine(record.host).containers.get(record.handle).stop(timeout=30)
 
     def down(self, purge: bool = False, keep_network: bool = False) -> None:
         """Stop; with `purge`, remove the containers, their volumes, the network (unless `keep_network`: Pulumi's
@@ -360,21 +471,22 @@ class DockerRuntime:
         if not purge:
             return
         deployment = dep.load(self.state_dir)
-        client = self.client
-        remove_attached(client, deployment.cluster_name, [LABEL_CLUSTER], purge=True)
+        if dep.HOSTS not in deployment.extra:  # nothing runs beside a cluster on hosts yet
+            remove_attached(self.client, deployment.cluster_name, [LABEL_CLUSTER], purge=True)
         for record in deployment.nodes:
+            client = self.engine(record.host)
             remove_if_present(client, record.handle)
             with contextlib.suppress(NotFound):
                 client.volumes.get(volume_name(record.name)).remove(force=True)
-        for network in [] if keep_network else client.networks.list(names=[deployment.extra["network"]]):
+        for network in [] if keep_network or dep.HOSTS in deployment.extra else \
+                self.client.networks.list(names=[deployment.extra["network"]]):
             network.remove()
         shutil.rmtree(self.state_dir)
 
     def resident_bytes(self) -> int:
         total = 0
-        client = self.client
         for record in dep.load(self.state_dir).nodes:
-            stats = client.containers.get(record.handle).stats(stream=False)
+            stats = self.engine(record.host).containers.get(record.handle).stats(stream=False)
             memory = stats.get("memory_stats", {})
             total += int(memory.get("usage", 0)) - int(memory.get("stats", {}).get("cache", 0))
         return total

@@ -14,10 +14,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import docker
+import docker.tls
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 
-from kraftform.cluster.containers import CONTAINER_UID, LABEL_CLUSTER, LABEL_NODE, ContainerSpec, Healthcheck
+from kraftform.cluster.containers import (
+    CONTAINER_UID,
+    HOST_NETWORK,
+    LABEL_CLUSTER,
+    LABEL_NODE,
+    ContainerSpec,
+    Healthcheck,
+)
 from kraftform.errors import EnvironmentMissing
 from kraftform.waiting import until
 
@@ -29,6 +37,20 @@ def docker_client() -> docker.DockerClient:
         return client
     except docker.errors.DockerException as exc:
         raise EnvironmentMissing(f"no Docker engine answers ({exc}); start dockerd") from None
+
+
+def host_client(name: str, endpoint: str, tls: Sequence[str] | None = None) -> docker.DockerClient:
+    """The Docker engine of one of the spec's hosts: a unix socket, tcp:// with the client certificate `tls`
+    (ca, cert, key) verified against its CA, or ssh:// through the machine's own ssh client (its keys, agent and
+    known_hosts: kraftform holds no SSH secret)."""
+    try:
+        config = docker.tls.TLSConfig(client_cert=(tls[1], tls[2]), ca_cert=tls[0], verify=True) if tls else None
+        client = docker.DockerClient(base_url=endpoint, tls=config, use_ssh_client=endpoint.startswith("ssh://"),
+                                     timeout=300)
+        client.ping()
+        return client
+    except docker.errors.DockerException as exc:
+        raise EnvironmentMissing(f"host {name!r}: no Docker engine answers at {endpoint} ({exc})") from None
 
 
 def engine_healthcheck(check: Healthcheck | None) -> dict[str, object] | None:
@@ -69,16 +91,17 @@ def create_container(client: docker.DockerClient, spec: ContainerSpec) -> Contai
         client.volumes.get(spec.volume)
     except NotFound:
         client.volumes.create(spec.volume, labels=dict(spec.labels))
-    networking = client.api.create_networking_config(
+    on_host = spec.network == HOST_NETWORK  # the host's own network: no hostname, alias or published port
+    networking = None if on_host else client.api.create_networking_config(
         {spec.network: client.api.create_endpoint_config(aliases=list(spec.aliases))})
     response = client.api.create_container(
-        spec.image, command=list(spec.command), name=spec.name, hostname=spec.hostname, user=spec.user,
-        labels=dict(spec.labels), ports=[p.container_port for p in spec.ports],
+        spec.image, command=list(spec.command), name=spec.name, hostname=None if on_host else spec.hostname,
+        user=spec.user, labels=dict(spec.labels), ports=[p.container_port for p in spec.ports],
         healthcheck=engine_healthcheck(spec.healthcheck),
         host_config=client.api.create_host_config(
             binds={spec.volume: {"bind": spec.volume_path, "mode": "rw"}},
             port_bindings={p.container_port: (p.host_ip, p.host_port) for p in spec.ports},
-            restart_policy={"Name": spec.restart}),
+            restart_policy={"Name": spec.restart}, network_mode=HOST_NETWORK if on_host else None),
         networking_config=networking)
     container = client.containers.get(response["Id"])
     container.put_archive("/", files_tar(spec))

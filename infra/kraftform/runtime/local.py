@@ -43,7 +43,7 @@ from kraftform.cluster.topology import (
     Topology,
     topology,
 )
-from kraftform.errors import ClusterUnhealthy, EnvironmentMissing
+from kraftform.errors import ClusterUnhealthy, EnvironmentMissing, UsageError
 from kraftform.kafka.health import ClusterHealth, wait_healthy
 from kraftform.plan.nodes import NodePlan, node_plan
 from kraftform.runtime import class_archive
@@ -292,6 +292,9 @@ class LocalRuntime:
     def up(self, cluster: ClusterSpec, admin_password: str | None = None, timeout: float = 240) -> ClusterHealth:
         """Render, format and start every node, then wait until healthy. Idempotent: an existing cluster in
         the state directory is started again with its data and secrets, if it still is what its specs say."""
+        if cluster.hosts:
+            raise UsageError(f"{cluster.hosts[0].location}: cluster.hosts places the nodes on those hosts' Docker "
+                             f"engines: use --runtime docker")
         topo = topology(cluster)
         deployment = dep.load_existing(self.state_dir, self.name, cluster.name)
         if deployment is not None:

@@ -60,7 +60,7 @@ class DockerRegistry(KraftformRegistry):
     def beside(cls, state_dir: Path, spec: RegistrySpec) -> DockerRegistry:
         """The registry of the Docker-runtime cluster whose state directory is `state_dir`."""
         deployment = dep.load(state_dir)
-        return cls(state_dir, spec, deployment.cluster_name, str(deployment.extra["network"]),
+        return cls(state_dir, spec, deployment.cluster_name, deployment.network("the schema registry"),
                    str(deployment.extra["image"]))
 
     def _container(self) -> Container | None:

@@ -30,10 +30,12 @@ from kraftform.specset.model import (
     ConnectSpec,
     ConsumerSpec,
     Conventions,
+    DockerTls,
     EnvSecret,
     ExternalListener,
     GroupReader,
     GroupSpec,
+    Host,
     Load,
     ManagedScope,
     Placement,
@@ -169,6 +171,8 @@ class Builder:
             load=self._load(entry) if "load" in d else None,
             conventions=Conventions(conv.get("topic_name"), **bounds),
             spark=self._spark(entry),
+            hosts=self._hosts(entry),
+            **present(d, "host_failures_tolerated"),
             broker_config=self._settings(entry, "broker_config"),
             controller_config=self._settings(entry, "controller_config"),
             node_config={node: self._settings(entry, "node_config", node)
@@ -198,6 +202,23 @@ class Builder:
                 self.problems.append(Problem(entry.at("features", name), f"features: {problem}"))
                 del features[name]
         return features
+
+    def _hosts(self, entry: Entry) -> tuple[Host, ...]:
+        """Each host as written; a `tls` file path is taken from the spec file's directory, so the same specs
+        work from any working directory."""
+        here = Path(entry.doc.file).parent
+        hosts = []
+        if entry.data.get("hosts") and "host" in entry.data.get("security", {}).get("external_listener", {}):
+            self.problems.append(Problem(entry.at("security", "external_listener", "host"),
+                                         "with hosts, each broker is reached at its host's address; remove "
+                                         "external_listener.host"))
+        for i, h in enumerate(entry.data.get("hosts") or ()):
+            tls = h.get("tls")
+            hosts.append(Host(h["name"], h["docker"], h["address"], tuple(h.get("racks", ())),
+                              tuple(h.get("nodes", ())),
+                              DockerTls(*(str(here / tls[k]) for k in ("ca", "cert", "key"))) if tls else None,
+                              entry.at("hosts", i)))
+        return tuple(hosts)
 
     def _spark(self, entry: Entry) -> SparkSpec:
         d = entry.data.get("spark", {})

@@ -15,6 +15,7 @@ from kraftform.definitions.features import RELEASE_FEATURES
 from kraftform.definitions.group_configs import bounds_problem
 from kraftform.definitions.server_configs import definition
 from kraftform.errors import Location, Problem
+from kraftform.specset.hosts import check_hosts
 from kraftform.specset.model import (
     DEFAULT_ENTITY,
     RESERVED_USERS,
@@ -175,6 +176,13 @@ def feature_problem(name: str, level: int, kafka_version: str) -> str | None:
 def _collision_key(name: str) -> str:
     # Kafka's metric names replace '.' with '_', so such topics collide and Kafka refuses the second.
     return name.replace(".", "_")
+
+
+def check_host_layout(s: SpecSet) -> Iterator[Problem]:
+    hosts = s.cluster.hosts
+    yield from _duplicates(hosts, lambda h: h.name, lambda h: h.location, "host name")
+    yield from _duplicates(hosts, lambda h: h.address, lambda h: h.location, "host address")
+    yield from check_hosts(s)
 
 
 def check_topic_names(s: SpecSet) -> Iterator[Problem]:
@@ -387,7 +395,7 @@ def _connector_problems(s: SpecSet, k: ConnectorSpec, users: set[str]) -> Iterat
 
 CHECKS: tuple[Callable[[SpecSet], Iterator[Problem]], ...] = (
     check_unique_names, check_cluster, check_topic_names, check_topic_replication, check_acls,
-    check_quotas,
+    check_quotas, check_host_layout,
     check_group_bounds, check_groups, check_connect,
 )
 

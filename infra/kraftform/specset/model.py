@@ -147,6 +147,36 @@ class SparkSpec:
     worker_memory_bytes: int = 2 * 1024**3
 
 
+#: Node ids a host may list; brokers are 1..99 and dedicated controllers 1001..1009 on a cluster with hosts, whose
+#: nodes each listen on ports of their own on their host's address (`cluster.hosts.host_ports`).
+MAX_BROKERS_ON_HOSTS = 99
+
+
+@dataclass(frozen=True)
+class DockerTls:
+    """The client certificate a `tcp://` Docker endpoint asks for (PEM files, absolute once built): the Docker API
+    over TCP is root on the host, and without TLS client certificates anyone who reaches the port is."""
+
+    ca: str
+    cert: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Host:
+    """A machine with a Docker engine that runs some of the cluster's nodes: those of its racks and the node ids
+    it names. Its nodes listen on, and advertise, its address."""
+
+    name: str
+    #: unix:///path, tcp://host:port (with `tls`) or ssh://user@host[:port].
+    docker: str
+    address: str
+    racks: tuple[str, ...] = ()
+    nodes: tuple[int, ...] = ()
+    tls: DockerTls | None = None
+    location: Location = _loc()
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     name: str
@@ -179,6 +209,10 @@ class ClusterSpec:
     conventions: Conventions = Conventions()
     load: Load | None = None
     spark: SparkSpec = SparkSpec()
+    #: The machines the nodes run on (one Docker engine each); empty: one machine (local JVMs or one engine).
+    hosts: tuple[Host, ...] = ()
+    #: Hosts whose loss `validate` requires every topic to stay writable and the quorum alive through (0 or 1).
+    host_failures_tolerated: int = 1
     #: JVMs that start fast rather than run fast (only the client compiler): for clusters that live minutes.
     #: Not a spec field: `kraftform.testing` sets it on its test clusters.
     quick_start: bool = False

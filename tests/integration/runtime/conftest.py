@@ -7,6 +7,8 @@ import contextlib
 import dataclasses
 import shutil
 import subprocess
+import threading
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,13 +16,16 @@ from pathlib import Path
 from typing import Any, cast
 
 import yaml
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kraftform.declared import load_specs
 from kraftform.runtime import Runtime, get_runtime
 from kraftform.runtime.deployment import STATE_FILE, admin_config, load
 from kraftform.runtime.rolling import Nodes
+from kraftform.runtime.tools import VERIFIABLE_PRODUCER, kafka_tool_command
 from kraftform.testing.cluster import free_base_port
+from kraftform.verification.toolout import ProducerLog, events
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "cluster" / "cluster.yaml"
 
@@ -125,3 +130,52 @@ def own_cluster(base: Path, runtime_name: str, quick_start: bool = True, **clust
                 (base / f"{container.name}.log").write_bytes(container.logs())
         if (base / "state" / STATE_FILE).is_file():
             runtime.down(purge=True)
+
+
+class Producer:
+    """Kafka's VerifiableProducer with acks=all, idempotent, writing sequence numbers throughout a change."""
+
+    def __init__(self, day2: Day2, topic: str) -> None:
+        deployment = load(day2.state)
+        config = day2.state / "producer.properties"
+        idempotent = "enable.idempotence=true\nretries=2147483647\n"
+        config.write_text((day2.state / "admin.properties").read_text() + idempotent)
+        self.log = ProducerLog()
+        self.process = subprocess.Popen(kafka_tool_command(VERIFIABLE_PRODUCER, [
+            "--bootstrap-server", deployment.bootstrap, "--topic", topic, "--max-messages", "1000000",
+            "--throughput", "200", "--acks", "-1", "--command-config", str(config)]),
+            stdout=subprocess.PIPE, stderr=(day2.state / "producer.stderr").open("w"), text=True)
+        self.stderr = day2.state / "producer.stderr"
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            for event in events([line]):
+                self.log.add(event)
+
+    def stop(self) -> set[int]:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.thread.join(timeout=30)
+        return set(self.log.acked)
+
+
+def read_values(day2: Day2, topic: str, partitions: int) -> set[int]:
+    consumer = Consumer({**admin_config(day2.state).librdkafka(), "group.id": f"day2-{uuid.uuid4().hex[:6]}",
+                         "enable.auto.commit": "false"})
+    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    seen: set[int] = set()
+    positions = dict.fromkeys(range(partitions), 0)
+    try:
+        while any(positions[p] < ends[p] for p in positions):
+            message = consumer.poll(5.0)
+            if message is None or message.error():
+                continue
+            seen.add(int(message.value() or b"-1"))
+            positions[message.partition() or 0] = (message.offset() or 0) + 1
+    finally:
+        consumer.close()
+    return seen

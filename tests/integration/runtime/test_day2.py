@@ -29,7 +29,6 @@ from typing import cast
 
 import pytest
 import yaml
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import (
     NewTopic,
     ScramCredentialInfo,
@@ -44,14 +43,13 @@ from kraftform.kafka.health import wait_healthy
 from kraftform.kafka.observe import observe
 from kraftform.runtime.deployment import admin_config, load
 from kraftform.runtime.local import LocalRuntime, _runs_node
-from kraftform.runtime.tools import CONFIGS, VERIFIABLE_PRODUCER, kafka_tool_command, run_kafka_tool
+from kraftform.runtime.tools import CONFIGS, run_kafka_tool
 from kraftform.specset.model import SCRAM_ANCHORS
 from kraftform.verification.secretscan import CommandLineSampler
-from kraftform.verification.toolout import ProducerLog, events
 from kraftform.versions import KAFKA_VERSION
 
 from ...conftest import java_hashmap_order
-from .conftest import Day2, own_cluster
+from .conftest import Day2, Producer, own_cluster, read_values
 
 #: The runtimes a test runs on (the fixture's parameter): one cluster per runtime, made once for the module.
 LOCAL = pytest.mark.parametrize("day2", ["local"], indirect=True)
@@ -114,55 +112,6 @@ def test_an_admin_or_mechanism_change_that_would_lock_kraftform_out_is_refused_a
     assert day2.pids() == before
     day2.edit(security=security or None)
     assert day2.kraftform("plan").returncode == 0
-
-
-class Producer:
-    """Kafka's VerifiableProducer with acks=all, idempotent, writing sequence numbers throughout a change."""
-
-    def __init__(self, day2: Day2, topic: str) -> None:
-        deployment = load(day2.state)
-        config = day2.state / "producer.properties"
-        idempotent = "enable.idempotence=true\nretries=2147483647\n"
-        config.write_text((day2.state / "admin.properties").read_text() + idempotent)
-        self.log = ProducerLog()
-        self.process = subprocess.Popen(kafka_tool_command(VERIFIABLE_PRODUCER, [
-            "--bootstrap-server", deployment.bootstrap, "--topic", topic, "--max-messages", "1000000",
-            "--throughput", "200", "--acks", "-1", "--command-config", str(config)]),
-            stdout=subprocess.PIPE, stderr=(day2.state / "producer.stderr").open("w"), text=True)
-        self.stderr = day2.state / "producer.stderr"
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            for event in events([line]):
-                self.log.add(event)
-
-    def stop(self) -> set[int]:
-        self.process.terminate()
-        self.process.wait(timeout=30)
-        self.thread.join(timeout=30)
-        return set(self.log.acked)
-
-
-def read_values(day2: Day2, topic: str, partitions: int) -> set[int]:
-    consumer = Consumer({**admin_config(day2.state).librdkafka(), "group.id": f"day2-{uuid.uuid4().hex[:6]}",
-                         "enable.auto.commit": "false"})
-    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    seen: set[int] = set()
-    positions = dict.fromkeys(range(partitions), 0)
-    try:
-        while any(positions[p] < ends[p] for p in positions):
-            message = consumer.poll(5.0)
-            if message is None or message.error():
-                continue
-            seen.add(int(message.value() or b"-1"))
-            positions[message.partition() or 0] = (message.offset() or 0) + 1
-    finally:
-        consumer.close()
-    return seen
 
 
 @LOCAL

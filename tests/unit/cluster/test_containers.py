@@ -6,23 +6,28 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from cryptography import x509
 
 from kraftform.cluster.containers import (
     CONFIG_DIR,
     DATA_DIR,
+    HOST_NETWORK,
+    LABEL_HOST,
     bootstrap_servers,
+    client_bootstrap,
     container_specs,
     docker_addressing,
     external_bootstrap,
     in_containers,
     metrics_endpoints,
     network_name,
+    node_metrics,
     stack_image,
 )
 from kraftform.cluster.render import make_secrets
 from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
-from kraftform.specset.model import SCRAM_ANCHORS
+from kraftform.specset.model import SCRAM_ANCHORS, Host
 from kraftform.versions import KAFKA_VERSION
 
 CLUSTER = load_specs(Path(__file__).resolve().parents[2] / "fixtures" / "cluster").cluster
@@ -113,3 +118,33 @@ def test_the_bootstrap_servers_and_network_come_from_the_topology_alone(shape: d
     made = container_specs(topo, make_secrets(topo, docker_addressing(topo)))
     assert external_bootstrap(topo) == bootstrap_servers(made, spec.security.external_listener.host)
     assert {c.network for c in made} == {network_name(spec.name)}
+
+
+def test_on_hosts_each_node_listens_on_its_hosts_address_at_ports_of_its_own() -> None:
+    hosts = tuple(Host(f"h{i}", f"unix:///run/h{i}.sock", f"10.9.0.{i + 1}", (rack,))
+                  for i, rack in enumerate(CLUSTER.racks))
+    listener = dataclasses.replace(CLUSTER.security.external_listener, host="localhost")
+    cluster = dataclasses.replace(CLUSTER, hosts=hosts, security=dataclasses.replace(CLUSTER.security,
+                                                                                      external_listener=listener))
+    topo = topology(in_containers(cluster))
+    secrets = make_secrets(topo, docker_addressing(topo), admin_password="s3cret-admin")
+    specs = {s.name: s for s in container_specs(topo, secrets, "img:1")}
+    broker, controller = specs["kftest-broker-1"], specs["kftest-controller-2"]
+    # The host's own network: nothing published, no bridge, the host named on the container.
+    assert {s.network for s in specs.values()} == {HOST_NETWORK} and all(not s.ports for s in specs.values())
+    assert (broker.host, controller.host, broker.labels[LABEL_HOST]) == ("h1", "h2", "h1")
+    files = {f.path: f.content for f in broker.files}
+    properties = dict(line.split("=", 1) for line in files[f"{CONFIG_DIR}/server.properties"].splitlines()
+                      if not line.startswith("#"))
+    assert properties["listeners"] == "CLIENT://10.9.0.2:29093,INTERNAL://10.9.0.2:29193"
+    assert properties["advertised.listeners"] == "CLIENT://10.9.0.2:29093,INTERNAL://10.9.0.2:29193"
+    assert properties["controller.quorum.bootstrap.servers"] == "10.9.0.1:29292,10.9.0.2:29293,10.9.0.3:29294"
+    assert "=10.9.0.2:29394:" in " ".join(broker.command) and "=10.9.0.3:29495:" in " ".join(controller.command)
+    assert broker.healthcheck is not None and "':71A5 " in broker.healthcheck.test[1]  # its own port, 29093
+    # Clients anywhere reach the brokers' client listeners at their hosts; metrics on the hosts' addresses.
+    assert client_bootstrap(topo, tuple(specs.values())) == "10.9.0.1:29092,10.9.0.2:29093,10.9.0.3:29094"
+    assert node_metrics(topo, tuple(specs.values()))["kftest-controller-0"] == ("controller", "10.9.0.1:29493")
+    # Each node's certificate names its host's address, which peers and clients verify.
+    sans = x509.load_pem_x509_certificate(secrets.node_keys["kftest-broker-1"].cert_pem.encode()).extensions
+    names = sans.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "10.9.0.2" in {str(ip) for ip in names.get_values_for_type(x509.IPAddress)}

@@ -19,7 +19,8 @@ from kraftform.plan.export import password_env
 from kraftform.pulumi.program import StackConfig, build
 from kraftform.spark.manifest import read_manifest
 
-from ...conftest import EXAMPLE_SPECS
+from ...conftest import EXAMPLE_SPECS, SpecsCopy
+from ..specset.test_hosts import with_hosts
 from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, built_stack, pulumi_test, start
 
 MONITOR: RecordingMonitor | None = None
@@ -237,3 +238,11 @@ def test_every_missing_password_is_named_at_once_and_nothing_is_declared() -> No
     assert all(f"user {u.name!r}" in message for u in users[1:]) and f"user {users[0].name!r}" not in message
     assert mocks.resources == []  # raised before the first resource
 
+
+
+def test_a_stack_refuses_specs_with_hosts_naming_where_they_are(specs_copy: SpecsCopy) -> None:
+    specs = with_hosts(specs_copy())
+    with pytest.raises(pulumi.RunError) as refused, built_stack("dev-hosts", lambda: StackConfig(specs)):
+        pass
+    message = str(refused.value)
+    assert message.startswith(f"{specs / 'cluster.yaml'}:") and "does not place nodes on hosts yet" in message

@@ -27,6 +27,7 @@ DECIDED_BY: dict[tuple[str, str], tuple[type, str, Any]] = {
     ("acl", "host"): (model.AclSpec, "host", str),
     ("cluster", "mode"): (model.ClusterSpec, "mode", str),
     ("cluster", "controllers"): (model.ClusterSpec, "controllers", int),
+    ("cluster", "host_failures_tolerated"): (model.ClusterSpec, "host_failures_tolerated", int),
     ("cluster", "resources.broker_heap"): (model.ClusterSpec, "broker_heap_bytes", parse_size),
     ("cluster", "resources.controller_heap"): (model.ClusterSpec, "controller_heap_bytes", parse_size),
     ("cluster", "security.sasl_mechanism"): (model.Security, "sasl_mechanism", str),

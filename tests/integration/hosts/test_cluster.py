@@ -1,0 +1,205 @@
+"""A cluster on three hosts (the harness's: each its own network namespace and Docker engine), a rack each: each host
+runs a controller and a broker, reached at the host's address; a host lost (its engine and every process on it
+SIGKILLed) and a host cut off (its link down) each leave the cluster taking acks=all writes with nothing
+acknowledged lost, `status` naming the host and exiting 2; the host back, `apply` converges and the plan is empty.
+
+The tests run in order on one cluster, each leaving it healthy and matching its specs for the next.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from confluent_kafka.admin import NewTopic
+
+from kraftform.cluster.containers import LABEL_HOST
+from kraftform.declared import load_specs
+from kraftform.kafka.health import wait_healthy
+from kraftform.runtime.deployment import admin_config, load
+from kraftform.runtime.docker_engine import DockerRuntime
+
+from ..runtime.conftest import Day2, Producer, fixture_specs, read_values
+from . import harness
+
+pytestmark = [pytest.mark.integration, pytest.mark.hosts]
+
+#: How long each loss lasts: past the broker's session timeout (9 s), so the host's broker is fenced.
+LOST_S = 15.0
+
+
+def _hosts_section(hosts: list[harness.Host]) -> list[dict[str, object]]:
+    return [{"name": h.name, "docker": h.docker_host, "address": h.address, "racks": [f"rack-{h.name}"]}
+            for h in hosts]
+
+
+@pytest.fixture(scope="module")
+def on_hosts(four_hosts: list[harness.Host], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Day2]:
+    three_hosts = four_hosts[:3]
+    base = tmp_path_factory.mktemp("hosts")
+    specs = base / "specs"
+    doc = fixture_specs(specs, name="kfhosts", racks=[f"rack-{h.name}" for h in three_hosts],
+                        hosts=_hosts_section(three_hosts),
+                        security={"sasl_mechanism": "SCRAM-SHA-512", "external_listener": {"enabled": True}})
+    doc["cluster"]["security"]["external_listener"]["base_port"] = 29092  # each host's ports are its own
+    (specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
+    runtime = DockerRuntime(base / "state")
+    try:
+        runtime.up(dataclasses.replace(load_specs(specs).cluster, quick_start=True), timeout=300)
+        yield Day2(specs, base / "state", runtime)
+    finally:
+        for host in four_hosts:
+            for line in host.docker("ps", "-aq", check=False).stdout.split():
+                name = host.docker("inspect", "--format", "{{.Name}}", line, check=False).stdout.strip("/\n")
+                (base / f"{host.name}-{name}.log").write_text(host.docker("logs", line, check=False).stderr)
+        if (base / "state" / "cluster.json").is_file():
+            runtime.down(purge=True)
+
+
+def _containers(host: harness.Host) -> dict[str, str]:
+    """Container name -> the host label kraftform gave it, on that host's engine."""
+    out = host.docker("ps", "--format", f'{{{{.Names}}}} {{{{.Label "{LABEL_HOST}"}}}}').stdout
+    return dict(line.split() for line in out.splitlines())
+
+
+def test_each_host_runs_its_racks_nodes_reached_at_its_address_with_certificates_naming_it(
+        on_hosts: Day2, three_hosts: list[harness.Host]) -> None:
+    for i, host in enumerate(three_hosts):
+        assert _containers(host) == {f"kfhosts-controller-{i}": host.name, f"kfhosts-broker-{i}": host.name}
+    # The brokers advertise their hosts' addresses; the admin client verified each broker's certificate for it.
+    brokers = on_hosts.admin.list_topics(timeout=10).brokers
+    assert sorted(f"{b.host}:{b.port}" for b in brokers.values()) == [
+        "10.231.0.1:29092", "10.231.0.2:29093", "10.231.0.3:29094"]
+    assert load(on_hosts.state).bootstrap == "10.231.0.1:29092,10.231.0.2:29093,10.231.0.3:29094"
+    # Nothing is published on the machine: nodes listen on their host's address, in the host's own network.
+    assert harness._run(["ss", "-Hltn", "sport", "= :29092"]).stdout.strip() == ""
+    planned = on_hosts.kraftform("plan")
+    assert planned.returncode == 0 and "No changes" in planned.stdout, planned.stdout + planned.stderr
+
+
+def test_a_roll_goes_host_by_host_through_each_hosts_engine(on_hosts: Day2) -> None:
+    before = on_hosts.pids()
+    on_hosts.edit(resources={"broker_heap": "400MiB"})
+    applied = on_hosts.kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    after = on_hosts.pids()
+    assert {n for n in before if before[n] != after[n]} == {f"kfhosts-broker-{i}" for i in range(3)}
+    planned = on_hosts.kraftform("plan")
+    assert planned.returncode == 0 and "No changes" in planned.stdout, planned.stdout
+
+
+def _replicas_on(day2: Day2, broker: int) -> int:
+    replicas, _leaders, offline = day2.placement()
+    assert offline == 0
+    return replicas[broker]
+
+
+def test_a_host_added_with_its_rack_takes_a_broker_and_its_share_then_is_drained_and_removed(
+        on_hosts: Day2, four_hosts: list[harness.Host]) -> None:
+    d = four_hosts[3]
+    doc = yaml.safe_load((on_hosts.specs / "cluster.yaml").read_text())["cluster"]
+    on_hosts.edit(brokers=4, racks=[*doc["racks"], "rack-d"], hosts=_hosts_section(four_hosts))
+    planned = on_hosts.kraftform("plan")
+    assert planned.returncode == 2 and "create cluster kfhosts-broker-3 node: broker 4" in planned.stdout
+    applied = on_hosts.kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert _containers(d) == {"kfhosts-broker-3": "d"}
+    assert _replicas_on(on_hosts, 4) > 0
+    assert on_hosts.kraftform("plan").returncode == 0
+    # Drained: its replicas go back to the three hosts, its broker and data leave host d.
+    on_hosts.edit(brokers=3, racks=doc["racks"], hosts=_hosts_section(four_hosts[:3]))
+    refused = on_hosts.kraftform("apply", "--auto-approve")
+    assert refused.returncode == 1 and "--allow-destructive" in refused.stderr, refused.stderr
+    applied = on_hosts.kraftform("apply", "--auto-approve", "--allow-destructive")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert _containers(d) == {} and d.docker("volume", "ls", "-q").stdout.strip() == ""
+    assert _replicas_on(on_hosts, 4) == 0
+    assert on_hosts.kraftform("plan").returncode == 0
+
+
+def _status(day2: Day2) -> subprocess.CompletedProcess[str]:
+    return day2.kraftform("status")
+
+
+def _leader_host(day2: Day2, hosts: list[harness.Host]) -> harness.Host:
+    """The host running the active controller: losing it loses the quorum's leader too."""
+    found = re.search(r"active controller \(quorum leader\) (\d+)", _status(day2).stdout)
+    assert found, "no quorum leader in status"
+    return hosts[int(found.group(1)) - 1001]
+
+
+def _topic(day2: Day2, name: str) -> None:
+    admin = day2.admin  # held: a client collected before its future is done fails it
+    admin.create_topics([NewTopic(name, 3, 3, config={"min.insync.replicas": "2"})])[name].result(timeout=30)
+
+
+def _back(day2: Day2) -> None:
+    """The cluster whole again, then converged by `apply` and planned empty."""
+    deployment = load(day2.state)
+    wait_healthy(admin_config(day2.state), {n.node_id: n.name for n in deployment.nodes if "broker" in n.roles}, 180)
+    deadline = time.monotonic() + 120
+    while _status(day2).returncode != 0 and time.monotonic() < deadline:
+        time.sleep(2)
+    status = _status(day2)
+    assert status.returncode == 0, status.stdout
+    applied = day2.kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    planned = day2.kraftform("plan")
+    assert planned.returncode == 0 and "No changes" in planned.stdout, planned.stdout
+
+
+def _through(day2: Day2, topic: str, lose: object, back: object, lost: harness.Host) -> None:
+    """acks=all writes before, during and after a host's loss: they go on, and every acknowledged one is read."""
+    _topic(day2, topic)
+    producer = Producer(day2, topic)
+    try:
+        deadline = time.monotonic() + 90  # the JVM started and writing
+        while len(producer.log.acked) < 500 and time.monotonic() < deadline:
+            time.sleep(1)
+        before = len(producer.log.acked)
+        assert before >= 500, producer.stderr.read_text()[-2000:]
+        lose()  # type: ignore[operator]
+        time.sleep(LOST_S)
+        status = _status(day2)
+        assert status.returncode == 2, status.stdout + status.stderr
+        assert f"PROBLEM: host {lost.name} ({lost.address}) is lost" in status.stdout, status.stdout
+        during = len(producer.log.acked)
+        back()  # type: ignore[operator]
+        _back(day2)
+        time.sleep(3)
+    finally:
+        acked = producer.stop()
+    # Writes went on while the host was gone (the producer's 200 a second, less the seconds the leaders took to move).
+    assert during - before > 700, (before, during)
+    missing = acked - read_values(day2, topic, 3)
+    assert not missing, f"{len(missing)} acknowledged records lost of {len(acked)}"
+
+
+def test_a_host_lost_with_its_engine_keeps_writes_acknowledged_and_comes_back(
+        on_hosts: Day2, three_hosts: list[harness.Host]) -> None:
+    lost = _leader_host(on_hosts, three_hosts)
+    _through(on_hosts, "hosts.lost", lambda: harness.kill(lost), lambda: harness.start_engine(lost), lost)
+
+
+def test_a_host_cut_off_keeps_writes_acknowledged_and_rejoins(
+        on_hosts: Day2, three_hosts: list[harness.Host]) -> None:
+    cut = _leader_host(on_hosts, three_hosts)
+    _through(on_hosts, "hosts.cut", lambda: harness.cut(cut), lambda: harness.cut(cut, connected=True), cut)
+
+
+def test_stopped_and_purged_from_the_state_directory_alone_nothing_is_left_on_any_host(
+        on_hosts: Day2, three_hosts: list[harness.Host]) -> None:
+    done = subprocess.run(["kraftform", "cluster", "down", "--purge", "--state-dir", str(on_hosts.state)],
+                          capture_output=True, text=True, timeout=300, check=False, env=dict(os.environ))
+    assert done.returncode == 0, done.stdout + done.stderr
+    for host in three_hosts:
+        assert host.docker("ps", "-aq").stdout.strip() == ""
+        assert host.docker("volume", "ls", "-q").stdout.strip() == ""
+    assert not Path(on_hosts.state).exists()

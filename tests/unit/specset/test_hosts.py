@@ -1,0 +1,140 @@
+"""Host layouts: every node on exactly one host, endpoints that are safe to use, and no host whose loss stops the
+quorum or a topic's writes; each refusal names the host and gives the numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kraftform.declared import load_specs
+from kraftform.errors import SpecError
+from kraftform.specset.hosts import host_losses, laid_out_nodes, layout, replicas_on_host
+from kraftform.specset.model import ClusterSpec, Host
+
+from ...conftest import SpecsCopy, edit
+
+THREE_HOSTS = """\
+  hosts:
+    - {name: host-a, docker: "unix:///run/a/docker.sock", address: 10.0.0.1, racks: [rack-a]}
+    - {name: host-b, docker: "ssh://ops@10.0.0.2", address: 10.0.0.2, racks: [rack-b]}
+    - {name: host-c, docker: "unix:///run/c/docker.sock", address: 10.0.0.3, racks: [rack-c]}
+"""
+
+
+def with_hosts(specs: Path, hosts: str = THREE_HOSTS) -> Path:
+    edit(specs / "cluster.yaml", "      host: localhost\n", "")
+    edit(specs / "cluster.yaml", "  storage_per_broker: 4TiB\n", "  storage_per_broker: 4TiB\n" + hosts)
+    return specs
+
+
+def problems(specs: Path) -> list[str]:
+    with pytest.raises(SpecError) as caught:
+        load_specs(specs)
+    return [p.message for p in caught.value.problems]
+
+
+def test_three_hosts_a_rack_each_put_one_controller_and_one_broker_on_each(specs_copy: SpecsCopy) -> None:
+    specs = load_specs(with_hosts(specs_copy()))
+    assert layout(specs.cluster) == {"host-a": ("platform-controller-0", "platform-broker-0"),
+                                     "host-b": ("platform-controller-1", "platform-broker-1"),
+                                     "host-c": ("platform-controller-2", "platform-broker-2")}
+    losses = host_losses(specs)
+    assert all(loss.survived for loss in losses)
+    assert {(t.replicas_left, t.min_insync) for loss in losses for t in loss.topics} == {(2, 2)}
+
+
+def test_two_racks_on_one_host_refused_with_the_voters_and_replicas_left(specs_copy: SpecsCopy) -> None:
+    specs = with_hosts(specs_copy(), """\
+  hosts:
+    - {name: host-a, docker: "unix:///run/a/docker.sock", address: 10.0.0.1, racks: [rack-a, rack-b]}
+    - {name: host-c, docker: "unix:///run/c/docker.sock", address: 10.0.0.3, racks: [rack-c]}
+""")
+    found = problems(specs)
+    assert ("host 'host-a': it runs 2 of the 3 controllers: 1 would be left, under the majority of 2, and "
+                        "the cluster would stop (spread the nodes over more hosts, or set host_failures_tolerated: 0 "
+                        "to accept it)") in found
+    assert ("host 'host-a': 17 topic(s) would keep 1 of their 3 replicas of a partition (2 on this host), under "
+            "min.insync.replicas 2, and refuse acks=all writes: '<cluster defaults>', 'clickstream.page-views.v1', "
+            "'clickstream.searches.v1' and 14 more (spread the nodes over more hosts, or set host_failures_tolerated: "
+            "0 to accept it)") in found
+    assert not any("host-c" in p for p in found)
+
+
+def test_a_layout_one_host_breaks_is_accepted_when_no_host_failure_is_tolerated(specs_copy: SpecsCopy) -> None:
+    specs = with_hosts(specs_copy(), """\
+  host_failures_tolerated: 0
+  hosts:
+    - {name: lab, docker: "unix:///var/run/docker.sock", address: 10.0.0.1, racks: [rack-a, rack-b, rack-c]}
+""")
+    loaded = load_specs(specs)
+    (loss,) = host_losses(loaded)
+    assert (loss.voters_lost, loss.quorum_alive, len(loss.unwritable)) == (3, False, len(loss.topics))
+
+
+def test_nodes_placed_nowhere_twice_or_unknown_and_unsafe_endpoints(specs_copy: SpecsCopy) -> None:
+    specs = with_hosts(specs_copy(), """\
+  hosts:
+    - {name: host-a, docker: "tcp://10.0.0.1:2376", address: 10.0.0.1, racks: [rack-a, rack-z], nodes: [7]}
+    - {name: host-b, docker: "ssh://ops@10.0.0.2", address: 10.0.0.1, racks: [rack-a],
+       tls: {ca: ca.pem, cert: c.pem, key: k.pem}}
+    - {name: host-b, docker: "unix:///run/b.sock", address: 10.0.0.3, nodes: [1001, 1003]}
+""")
+    found = problems(specs)
+    assert "duplicate host name 'host-b' (first declared at" in " ".join(found)
+    assert "duplicate host address '10.0.0.1' (first declared at" in " ".join(found)
+    assert set(found) >= {
+        "host 'host-a': tcp://10.0.0.1:2376 without tls: the Docker API over TCP is root on the host for anyone who "
+        "reaches the port; give tls: {ca, cert, key} (the engine started with --tlsverify), or use ssh://",
+        "host 'host-a': rack 'rack-z' is not one of cluster.racks (rack-a, rack-b, rack-c)",
+        "host 'host-a': node id 7 is not a node of cluster 'platform' (brokers 1..3, controllers 1001..1003)",
+        "host 'host-b': tls is for a tcp:// endpoint, not ssh://",
+        "host 'host-b': rack 'rack-a' is already on host 'host-a'",
+        "hosts: no host runs platform-controller-1, platform-broker-1, platform-broker-2: give every rack of "
+        "cluster.racks a host, or name the node ids under a host's `nodes`",
+        "host 'host-b' runs no node: name its racks or node ids, or remove it",
+    }
+
+
+def test_the_external_listener_host_is_refused_beside_hosts(specs_copy: SpecsCopy) -> None:
+    specs = specs_copy()
+    edit(specs / "cluster.yaml", "  storage_per_broker: 4TiB\n", "  storage_per_broker: 4TiB\n" + THREE_HOSTS)
+    assert problems(specs) == ["with hosts, each broker is reached at its host's address; remove "
+                               "external_listener.host"]
+
+
+def test_a_node_id_wins_over_its_rack_and_tls_paths_are_from_the_spec_file(specs_copy: SpecsCopy) -> None:
+    specs = load_specs(with_hosts(specs_copy(), """\
+  host_failures_tolerated: 0
+  hosts:
+    - {name: host-a, docker: "tcp://10.0.0.1:2376", address: 10.0.0.1, racks: [rack-a], nodes: [1002],
+       tls: {ca: certs/ca.pem, cert: certs/cert.pem, key: /etc/key.pem}}
+    - {name: host-b, docker: "ssh://ops@10.0.0.2:2222", address: 10.0.0.2, racks: [rack-b]}
+    - {name: host-c, docker: "unix:///run/c/docker.sock", address: 10.0.0.3, racks: [rack-c], nodes: [1001]}
+"""))
+    assert layout(specs.cluster) == {"host-a": ("platform-controller-1", "platform-broker-0"),
+                                     "host-b": ("platform-broker-1",),
+                                     "host-c": ("platform-controller-0", "platform-controller-2", "platform-broker-2")}
+    tls = specs.cluster.hosts[0].tls
+    assert tls is not None
+    assert (tls.ca, tls.key) == (str(Path(specs.cluster.location.file).parent / "certs/ca.pem"), "/etc/key.pem")
+
+
+@settings(max_examples=200, deadline=None)
+@given(brokers=st.integers(1, 12), racks=st.integers(0, 4), rf=st.integers(1, 5), on_host=st.data())
+def test_replicas_on_a_host_never_exceed_what_its_racks_and_brokers_can_hold(
+        brokers: int, racks: int, rf: int, on_host: st.DataObject) -> None:
+    names = tuple(f"r{i}" for i in range(min(racks, brokers)))
+    mine = on_host.draw(st.lists(st.sampled_from(names), unique=True)) if names else []
+    ids = () if names else tuple(on_host.draw(st.lists(st.integers(1, brokers), unique=True)))
+    cluster = ClusterSpec("c", brokers, "4.4.0", racks=names, hosts=(Host("h", "unix:///s", "1.2.3.4",
+                                                                              tuple(mine), ids),))
+    brokers_here = [n for n in laid_out_nodes(cluster) if n.broker and (n.rack in mine or n.node_id in ids)]
+    held = replicas_on_host(cluster, cluster.hosts[0], rf)
+    assert held <= min(rf, len(brokers_here))
+    if names and len(mine) == len(names):  # every rack here: every replica here
+        assert held == min(rf, brokers)
+    if not names:
+        assert held == min(rf, len(ids))

@@ -12,7 +12,9 @@ own named data volume, which a restart with a new setting or image keeps.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import pulumi
@@ -29,9 +31,10 @@ from kraftform.cluster.containers import (
     network_name,
 )
 from kraftform.cluster.render import make_secrets, secrets_from_dict, secrets_to_dict
+from kraftform.cluster.spec_json import from_json, to_json
 from kraftform.cluster.topology import Topology, topology
 from kraftform.pulumi.nodes import ClusterNodes, node_inputs, nodes_props
-from kraftform.specset.model import ClusterSpec, ExternalListener, Security
+from kraftform.specset.model import ClusterSpec, ExternalListener, Host, Security
 from kraftform.units import go_duration
 from kraftform.versions import KAFKA_VERSION
 
@@ -45,9 +48,31 @@ PUBLIC_OUTPUTS = ["cluster_id", "ca_cert", "directory_ids", "initial_voters"]
 
 def _spec_of(props: dict[str, Any]) -> ClusterSpec:
     listener = ExternalListener(True, props.get("external_host") or ExternalListener().host)
+    spec = ClusterSpec(props["name"], int(props["brokers"]), KAFKA_VERSION, props["mode"], int(props["controllers"]),
+                       security=Security(external_listener=listener))
+    if props.get("hosts"):  # where each node listens: its certificate names the address, the voters the ports
+        placed = from_json(HostsLayout, json.loads(props["hosts"]))
+        spec = dataclasses.replace(spec, racks=placed.racks, hosts=placed.hosts, security=Security(
+            external_listener=dataclasses.replace(listener, base_port=placed.base_port)))
     # The release is no part of a cluster's secrets (an upgrade keeps them); a topology needs one.
-    return in_containers(ClusterSpec(props["name"], int(props["brokers"]), KAFKA_VERSION, props["mode"],
-                                     int(props["controllers"]), security=Security(external_listener=listener)))
+    return in_containers(spec)
+
+
+@dataclasses.dataclass(frozen=True)
+class HostsLayout:
+    """What of the cluster section places its nodes on hosts: the secrets resource's `hosts` input."""
+
+    racks: tuple[str, ...]
+    hosts: tuple[Host, ...]
+    base_port: int
+
+
+def hosts_layout(spec: ClusterSpec) -> str:
+    """"" for a cluster without hosts, so a stack made before hosts existed sees no change."""
+    if not spec.hosts:
+        return ""
+    layout = HostsLayout(spec.racks, spec.hosts, spec.security.external_listener.base_port)
+    return json.dumps(to_json(layout), sort_keys=True)
 
 
 class ClusterSecretsProvider(ResourceProvider):
@@ -59,7 +84,7 @@ class ClusterSecretsProvider(ResourceProvider):
     *outputs*, so the inputs compared must come back unchanged among them: the admin password asked for
     is kept as `requested_admin_password`, apart from the `admin_password` in use."""
 
-    INPUTS = ("name", "brokers", "controllers", "mode", "external_host", "requested_admin_password")
+    INPUTS = ("name", "brokers", "controllers", "mode", "external_host", "requested_admin_password", "hosts")
     IDENTITY = ("name", "mode")
 
     def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
@@ -77,7 +102,7 @@ class ClusterSecretsProvider(ResourceProvider):
         return CreateResult(props["name"], {**props, **secrets_to_dict(made)})
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = [k for k in self.INPUTS if olds.get(k) != news.get(k)]
+        changed = [k for k in self.INPUTS if (olds.get(k) or "") != (news.get(k) or "")]
         return DiffResult(changes=bool(changed), replaces=[k for k in changed if k in self.IDENTITY])
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
@@ -86,11 +111,19 @@ class ClusterSecretsProvider(ResourceProvider):
         return UpdateResult({**news, **secrets_to_dict(kept)})
 
 
+def _read(path: str) -> str:
+    """A TLS file of a host's Docker endpoint, read when the program runs (the provider takes its content)."""
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise pulumi.RunError(f"a Docker endpoint's TLS file: {exc}") from None
+
+
 def secrets_inputs(spec: ClusterSpec, admin_password: pulumi.Input[str] | None) -> dict[str, Any]:
     """The secrets resource's inputs; the outputs it makes are declared too (as None) so they can be read."""
     return {"name": spec.name, "brokers": spec.brokers, "controllers": spec.controllers, "mode": spec.mode,
             "external_host": spec.security.external_listener.host,
-            "requested_admin_password": admin_password or "",
+            "requested_admin_password": admin_password or "", "hosts": hosts_layout(spec),
             **dict.fromkeys([*PUBLIC_OUTPUTS, *SECRET_OUTPUTS])}
 
 
@@ -169,11 +202,24 @@ class KafkaCluster(pulumi.ComponentResource):
         # The network's name and the bootstrap servers come from the spec alone, never from the secrets' outputs:
         # those are unknown in a preview while the secrets resource changes (a node added), and a name unknown
         # there is previewed as the network and every container on it replaced.
-        self.network = docker.Network(f"{name}-network", name=network_name(spec.name),
-                                      labels=[docker.NetworkLabelArgs(label=LABEL_CLUSTER, value=spec.name)],
-                                      opts=child)
+        #: One Docker provider per host (`cluster.hosts`): the image is looked for on each engine that runs nodes.
+        self.providers = {h.name: docker.Provider(f"{name}-{h.name}", host=h.docker,
+                                                  ca_material=_read(h.tls.ca) if h.tls else None,
+                                                  cert_material=_read(h.tls.cert) if h.tls else None,
+                                                  key_material=pulumi.Output.secret(_read(h.tls.key))
+                                                  if h.tls else None, opts=child)
+                          for h in spec.hosts}
         # keep_locally: a `pulumi destroy` leaves the image (the local one cannot be pulled again).
-        self.image = docker.RemoteImage(f"{name}-image", name=image, keep_locally=True, opts=child)
+        images = [docker.RemoteImage(f"{name}-image-{host}", name=image, keep_locally=True,
+                                     opts=pulumi.ResourceOptions(parent=self, provider=provider))
+                  for host, provider in self.providers.items()]
+        needs: list[pulumi.Resource] = list(images)
+        if not spec.hosts:  # on hosts every node is on its host's own network
+            self.network = docker.Network(f"{name}-network", name=network_name(spec.name),
+                                          labels=[docker.NetworkLabelArgs(label=LABEL_CLUSTER, value=spec.name)],
+                                          opts=child)
+            self.image = docker.RemoteImage(f"{name}-image", name=image, keep_locally=True, opts=child)
+            needs = [self.network, self.image]
         self.bootstrap_servers = pulumi.Output.from_input(external_bootstrap(topo))
         self.ca_certificate = self.secrets.ca_cert  # type: ignore[attr-defined]
         self.admin_password = pulumi.Output.secret(self.secrets.admin_password)  # type: ignore[attr-defined]
@@ -184,7 +230,7 @@ class KafkaCluster(pulumi.ComponentResource):
                 ca_pem=v[2]))
         nodes = pulumi.Output.unsecret(made.apply(lambda s: node_inputs(spec, secrets_from_dict(s))))
         self.nodes = ClusterNodes(f"{name}-nodes", nodes_props(spec, image, made, nodes), pulumi.ResourceOptions(
-            parent=self, depends_on=[self.network, self.image]))
+            parent=self, depends_on=needs))
         #: What waits for every node to be as declared (topics, users, consumers, monitoring).
         self.ready: list[pulumi.Resource] = [self.nodes]
         self.register_outputs({"bootstrap_servers": self.bootstrap_servers, "ca_certificate": self.ca_certificate})

@@ -28,18 +28,26 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import docker
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 
-from kraftform.cluster.containers import bootstrap_servers, container_specs, in_containers, render_in_containers
+from kraftform.cluster.containers import (
+    client_bootstrap,
+    container_specs,
+    in_containers,
+    network_name,
+    render_in_containers,
+)
 from kraftform.cluster.render import ClusterSecrets, secrets_from_dict
 from kraftform.cluster.spec_json import cluster_from_json, cluster_to_json
 from kraftform.cluster.topology import topology
 from kraftform.errors import UsageError
 from kraftform.runtime import deployment as dep
-from kraftform.runtime.docker_engine import DockerRuntime, recovered
-from kraftform.runtime.engine import docker_client
+from kraftform.runtime.docker_engine import DockerRuntime, hosts_json, recovered
+from kraftform.runtime.engine import docker_client, host_client
 from kraftform.runtime.rolling import RollOptions, carry_out, cluster_work
+from kraftform.specset.hosts import node_hosts
 from kraftform.specset.model import ClusterSpec
 
 #: As long as `kraftform cluster up` waits for a new cluster (its --timeout default).
@@ -53,9 +61,10 @@ IDENTITY = ("name", "mode")
 def node_inputs(cluster: ClusterSpec, secrets: ClusterSecrets) -> dict[str, Any]:
     """Per node, what the runtime records when it starts it (`deployment.started`): the preview's diff."""
     spec = in_containers(cluster)
-    return {r.node.name: {k: v for k, v in dataclasses.asdict(dep.started(r, spec.kafka_version)).items()
-                          if k not in ("name", "handle") and (k != "host" or v)}
-            for r in render_in_containers(topology(spec), secrets)}
+    placed = {name: h.name for name, h in node_hosts(spec).items()}
+    return {r.node.name: {k: v for k, v in dataclasses.asdict(
+        dep.started(r, spec.kafka_version, host=placed.get(r.node.name, ""))).items()
+        if k not in ("name", "handle") and (k != "host" or v)} for r in render_in_containers(topology(spec), secrets)}
 
 
 def _plain(value: Any) -> Any:
@@ -69,14 +78,22 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _not_running(nodes: Mapping[str, Any]) -> list[str]:
-    """The declared nodes whose container is not running on this Docker engine (stopped, exited, removed)."""
-    client = docker_client()
-    try:
-        running = {c.name for c in client.containers.list(filters={"status": "running"})}
-    finally:
-        client.close()
+def _not_running(nodes: Mapping[str, Any], spec: ClusterSpec) -> list[str]:
+    """The declared nodes whose container is not running on its Docker engine (stopped, exited, removed)."""
+    running: set[str] = set()
+    for client in _engines(spec):
+        try:
+            running |= {c.name for c in client.containers.list(filters={"status": "running"})}
+        finally:
+            client.close()
     return sorted(set(nodes) - running)
+
+
+def _engines(spec: ClusterSpec) -> list[docker.DockerClient]:
+    """This machine's engine, or each host's."""
+    if not spec.hosts:
+        return [docker_client()]
+    return [host_client(h.name, h.docker, [h.tls.ca, h.tls.cert, h.tls.key] if h.tls else None) for h in spec.hosts]
 
 
 def _brokers(nodes: Mapping[str, Any]) -> set[str]:
@@ -90,10 +107,14 @@ class ClusterNodesProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         old, new = _plain(olds), _plain(news)
+        # The cluster section compared as the spec it stands for: a field kraftform added since (its default in
+        # the new inputs, absent from the old) is no change.
+        old["cluster"], new["cluster"] = (cluster_to_json(cluster_from_json(c)) for c in (old["cluster"],
+                                                                                        new["cluster"]))
         changed = [k for k in ("cluster", "nodes", "image") if old.get(k) != new.get(k)]
         replaces = ["cluster"] if any(old["cluster"][k] != new["cluster"][k] for k in IDENTITY) else []
         # The inputs alone would call a cluster with a stopped node unchanged: the update starts it (`carry_out`).
-        stopped = not changed and bool(_not_running(new["nodes"]))
+        stopped = not changed and bool(_not_running(new["nodes"], cluster_from_json(new["cluster"])))
         return DiffResult(changes=bool(changed) or stopped, replaces=replaces, delete_before_replace=True)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
@@ -144,18 +165,27 @@ def _runtime(props: dict[str, Any]) -> Iterator[DockerRuntime]:
     state_dir = Path(tempfile.mkdtemp(prefix="kraftform-stack-"))
     try:
         runtime = DockerRuntime(state_dir, props["image"])
-        specs = container_specs(topology(spec), secrets, props["image"])
-        nodes, previous = recovered(runtime.client, spec.name)
+        topo = topology(spec)
+        specs = container_specs(topo, secrets, props["image"])
+        runtime.know(spec)
+        nodes: list[dep.NodeRecord] = []
+        previous: dict[str, dep.NodeRecord] = {}
+        for host in [h.name for h in spec.hosts] or [""]:
+            found, aside = recovered(runtime.engine(host), spec.name)
+            nodes += found
+            previous |= aside
+        nodes.sort(key=lambda r: r.node_id)
         if nodes or previous:
             dep.save_secrets(state_dir, secrets)
-            bootstrap = bootstrap_servers(specs, spec.security.external_listener.host)
+            bootstrap = client_bootstrap(topo, specs)
             dep.write_client_files(state_dir, bootstrap, spec.security.admin_user, secrets.admin_password,
                                    spec.security.sasl_mechanism, secrets.ca.cert_pem)
             versions = sorted({n.kafka_version or spec.kafka_version for n in nodes})
             dep.save(state_dir, dep.Deployment(
                 runtime.name, spec.name, bootstrap, sum("broker" in n.roles for n in nodes),
-                versions[0] if versions else spec.kafka_version, nodes, {"network": specs[0].network,
-                                                                         "image": props["image"]}, previous))
+                versions[0] if versions else spec.kafka_version, nodes, {
+                    "network": network_name(spec.name), "image": props["image"],
+                    **({dep.HOSTS: hosts_json(spec)} if spec.hosts else {})}, previous))
         yield runtime
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)

@@ -318,10 +318,15 @@ def build(cfg: StackConfig) -> Stack:
     depends: list[pulumi.Resource] = []
     cluster: KafkaCluster | None = None
     if cfg.mode == "docker" and specs.cluster.hosts:
-        where = specs.cluster.hosts[0].location
-        raise pulumi.RunError(f"{where}: cluster.hosts: the stack runs every node on its one Docker engine and does "
-                              f"not place nodes on hosts yet; `kraftform cluster up --runtime docker` does "
-                              f"(docs/hosts.md)")
+        beside = [what for what, there in (
+            ("Connect clusters", bool(specs.connect)),
+            ("the schema registry", specs.registry is not None and not specs.registry.external),
+            ("consumers in containers", cfg.deploys_consumers and bool(specs.consumers)),
+            ("kraftform:monitoring", cfg.monitoring)) if there]
+        if beside:
+            raise pulumi.RunError(f"{specs.cluster.hosts[0].location}: cluster.hosts: the stack places the nodes on "
+                                  f"their hosts, but not yet what runs beside them: {', '.join(beside)}; nothing was "
+                                  f"deployed (docs/hosts.md)")
     if cfg.mode == "docker":
         cluster = KafkaCluster(specs.cluster.name, specs.cluster, stack_image(cfg.image, specs.cluster.kafka_version),
                                cfg.admin_password)

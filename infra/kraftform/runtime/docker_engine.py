@@ -154,7 +154,7 @@ class DockerRuntime:
                 self._engines[host] = host_client(host, found["docker"], found["tls"])
         return self._engines[host]
 
-    def _know(self, cluster: ClusterSpec) -> None:
+    def know(self, cluster: ClusterSpec) -> None:
         """The hosts and node placement the specs give."""
         self._hosts.update(json.loads(hosts_json(cluster)))
         self._node_hosts.update({name: h.name for name, h in node_hosts(cluster).items()})
@@ -201,7 +201,7 @@ class DockerRuntime:
     def node_plan(self, cluster: ClusterSpec) -> NodePlan | None:
         if not (self.state_dir / dep.SECRETS_FILE).is_file():
             return None
-        self._know(in_containers(cluster))
+        self.know(in_containers(cluster))
         deployment = dep.load(self.state_dir)
         rendered = self.rendered(cluster)
         plan = node_plan(dep.running_nodes(deployment), rendered, cluster.kafka_version,
@@ -219,7 +219,7 @@ class DockerRuntime:
         """Create the network, volumes and containers and start them; idempotent like the local runtime. The
         cluster's secrets are made here unless given (`pulumi up` keeps them in the stack)."""
         cluster = in_containers(cluster)
-        self._know(cluster)
+        self.know(cluster)
         topo = topology(cluster)
         addr: Addressing = docker_addressing(topo)
         deployment = dep.load_existing(self.state_dir, self.name, cluster.name)
@@ -304,7 +304,7 @@ class DockerRuntime:
     # --- what a roll and a resize do to single nodes (`runtime.rolling.Nodes`) ---------------------------
     def _spec(self, cluster: ClusterSpec, name: str) -> ContainerSpec:
         """A node's container as the specs now describe it; the image of their Kafka version built if missing."""
-        self._know(in_containers(cluster))
+        self.know(in_containers(cluster))
         spec = self._specs(cluster, dep.load_secrets(self.state_dir), cluster.kafka_version)[name]
         if spec.host:
             self._require_image(spec.image, {spec.host})
@@ -361,7 +361,7 @@ class DockerRuntime:
         """A new container on a new volume; its command formats the volume with the cluster's id first. One this
         cluster's earlier add made (interrupted before it was recorded) is adopted, as its label records it."""
         name = rendered.node.name
-        self._know(in_containers(cluster))
+        self.know(in_containers(cluster))
         client = self.engine_of(name)
         adopted = self._adopted(cluster.name, name)
         if adopted is not None:

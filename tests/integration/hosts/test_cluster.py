@@ -26,7 +26,7 @@ from kraftform.kafka.health import wait_healthy
 from kraftform.runtime.deployment import admin_config, load
 from kraftform.runtime.docker_engine import DockerRuntime
 
-from ..runtime.conftest import Day2, Producer, fixture_specs, read_values
+from ..runtime.conftest import Day2, Producer, fixture_specs, read_values, roll_killed_and_resumed
 from . import harness
 
 pytestmark = [pytest.mark.integration, pytest.mark.hosts]
@@ -84,15 +84,11 @@ def test_each_host_runs_its_racks_nodes_reached_at_its_address_with_certificates
     assert planned.returncode == 0 and "No changes" in planned.stdout, planned.stdout + planned.stderr
 
 
-def test_a_roll_goes_host_by_host_through_each_hosts_engine(on_hosts: Day2) -> None:
+def test_a_roll_killed_mid_way_is_resumed_each_node_restarted_on_its_hosts_engine(on_hosts: Day2) -> None:
     before = on_hosts.pids()
-    on_hosts.edit(resources={"broker_heap": "400MiB"})
-    applied = on_hosts.kraftform("apply", "--auto-approve")
-    assert applied.returncode == 0, applied.stdout + applied.stderr
+    roll_killed_and_resumed(on_hosts)
     after = on_hosts.pids()
     assert {n for n in before if before[n] != after[n]} == {f"kfhosts-broker-{i}" for i in range(3)}
-    planned = on_hosts.kraftform("plan")
-    assert planned.returncode == 0 and "No changes" in planned.stdout, planned.stdout
 
 
 def _replicas_on(day2: Day2, broker: int) -> int:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import shutil
 import subprocess
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -25,6 +27,7 @@ from kraftform.runtime.deployment import STATE_FILE, admin_config, load
 from kraftform.runtime.rolling import Nodes
 from kraftform.runtime.tools import VERIFIABLE_PRODUCER, kafka_tool_command
 from kraftform.testing.cluster import free_base_port
+from kraftform.verification.secretscan import CommandLineSampler
 from kraftform.verification.toolout import ProducerLog, events
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "cluster" / "cluster.yaml"
@@ -179,3 +182,39 @@ def read_values(day2: Day2, topic: str, partitions: int) -> set[int]:
     finally:
         consumer.close()
     return seen
+
+
+def roll_killed_and_resumed(day2: Day2) -> None:
+    """`kraftform apply` of a setting read at start SIGKILLed once it has marked the node it is restarting: the next
+    plan names that node, the next apply checks it first, then rolls the rest, no node's command line holding the
+    admin's password; nothing is left to do after it."""
+    day2.edit(broker_config={"num.replica.fetchers": "2", "log.retention.check.interval.ms": "900000"})
+    process = subprocess.Popen([shutil.which("kraftform") or "kraftform", "apply", str(day2.specs), "--state-dir",
+                                str(day2.state), "--auto-approve"], stdout=subprocess.DEVNULL,
+                               stderr=(day2.state / "killed-apply.stderr").open("w"))
+    marked: list[str] = []
+    try:
+        deadline = time.monotonic() + 300
+        while not marked and time.monotonic() < deadline and process.poll() is None:
+            extra = json.loads((day2.state / "cluster.json").read_text())["extra"]
+            marked += [extra["rolling"]] if extra.get("rolling") else []
+            time.sleep(0.05)
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+    assert marked, (day2.state / "killed-apply.stderr").read_text()
+    planned = day2.kraftform("plan")
+    assert planned.returncode == 2 and f"{marked[0]} roll: interrupted -> checked" in planned.stdout, planned.stdout
+    with CommandLineSampler(0.02) as sampler:  # the roll's node starts: no password on a command line
+        applied = day2.kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert f"{marked[0]}: an earlier roll was interrupted while restarting it; checking it first" in applied.stderr
+    assert any("kafka.Kafka" in line for line in sampler.seen), "no node's command line sampled in the roll"
+    password = admin_config(day2.state).password or ""
+    assert password
+    assert [line for line in sampler.seen if password in line] == [], "a command line held the admin's password"
+    assert day2.kraftform("plan").returncode == 0
+    deployment = load(day2.state)
+    assert "rolling" not in deployment.extra and not deployment.previous
+    assert {r.properties["log.retention.check.interval.ms"] for r in deployment.nodes if "broker" in r.roles
+            and r.properties} == {"900000"}

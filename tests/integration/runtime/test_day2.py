@@ -1,13 +1,13 @@
-"""Day 2 on a real cluster of its own, in each runtime (JVMs on this machine, containers on Docker): the cluster
-section changed in the specs and applied with `kraftform apply --state-dir`, as a user would, each change checked
-from outside (process ids and container starts, Kafka's own ConfigCommand, a VerifiableProducer with acks=all
-writing throughout, the partitions' replicas and leaders).
+"""Day 2 on a real cluster of its own (JVMs on this machine): the cluster section changed in the specs and applied
+with `kraftform apply --state-dir`, as a user would, each change checked from outside (process ids, Kafka's own
+ConfigCommand, a VerifiableProducer with acks=all writing throughout, the partitions' replicas and leaders).
 
-The tests run in order on one cluster per runtime, each leaving it matching its specs (`plan` empty) for the next.
-The engine is one (runtime/rolling.py); what differs between runtimes is how a node is stopped, started, added and
-removed. The local runtime takes every change here; Docker takes the interrupted roll, whose resume renames a
-container back, and tests/integration/pulumi/test_cluster_nodes.py drives Docker through the same engine for a
-setting, a node that cannot start, brokers and controllers added and removed.
+The tests run in order on one cluster, each leaving it matching its specs (`plan` empty) for the next. The engine is
+one (runtime/rolling.py); what differs between runtimes is how a node is stopped, started, added and removed. The
+local runtime takes every change here; the Docker runtime takes the interrupted roll (its resume renames a
+container back) on the hosts package's cluster (tests/integration/hosts/test_cluster.py, each node on its host's
+engine), and tests/integration/pulumi/test_cluster_nodes.py drives Docker through the same engine for a setting,
+a node that cannot start, brokers and controllers added and removed.
 """
 
 from __future__ import annotations
@@ -49,11 +49,10 @@ from kraftform.verification.secretscan import CommandLineSampler
 from kraftform.versions import KAFKA_VERSION
 
 from ...conftest import java_hashmap_order
-from .conftest import Day2, Producer, own_cluster, read_values
+from .conftest import Day2, Producer, own_cluster, read_values, roll_killed_and_resumed
 
 #: The runtimes a test runs on (the fixture's parameter): one cluster per runtime, made once for the module.
 LOCAL = pytest.mark.parametrize("day2", ["local"], indirect=True)
-BOTH = pytest.mark.parametrize("day2", ["local", "docker"], indirect=True)
 #: The release the local cluster starts on: the one pinned before KAFKA_VERSION.
 OLD = "4.3.1"
 
@@ -71,7 +70,7 @@ def _name(day2: Day2) -> str:
     return load(day2.state).cluster_name
 
 
-@BOTH
+@LOCAL
 def test_plan_is_empty_on_a_fresh_cluster(day2: Day2) -> None:
     done = day2.kraftform("plan")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -251,40 +250,10 @@ def test_a_broker_that_dies_is_left_out_of_the_reading_then_started_again_by_app
     assert broker.node_id in Admin(dataclasses.replace(connection, bootstrap=address)).metadata().brokers
 
 
-@BOTH
+@LOCAL
 def test_an_apply_killed_in_a_roll_is_resumed_at_the_node_it_was_restarting(day2: Day2) -> None:
-    """`kraftform apply` SIGKILLed once it has marked the node it is restarting: the next plan names that node,
-    the next apply checks it first, then rolls the rest; nothing is left to do after it."""
-    day2.edit(broker_config={"num.replica.fetchers": "2", "log.retention.check.interval.ms": "900000"})
-    process = subprocess.Popen([shutil.which("kraftform") or "kraftform", "apply", str(day2.specs), "--state-dir",
-                                str(day2.state), "--auto-approve"], stdout=subprocess.DEVNULL,
-                               stderr=(day2.state / "killed-apply.stderr").open("w"))
-    marked: list[str] = []
-    try:
-        deadline = time.monotonic() + 300
-        while not marked and time.monotonic() < deadline and process.poll() is None:
-            extra = json.loads((day2.state / "cluster.json").read_text())["extra"]
-            marked += [extra["rolling"]] if extra.get("rolling") else []
-            time.sleep(0.05)
-    finally:
-        process.kill()
-        process.wait(timeout=30)
-    assert marked, (day2.state / "killed-apply.stderr").read_text()
-    planned = day2.kraftform("plan")
-    assert planned.returncode == 2 and f"{marked[0]} roll: interrupted -> checked" in planned.stdout, planned.stdout
-    with CommandLineSampler(0.02) as sampler:  # the roll's node starts: no password on a command line
-        applied = day2.kraftform("apply", "--auto-approve")
-    assert applied.returncode == 0, applied.stdout + applied.stderr
-    assert f"{marked[0]}: an earlier roll was interrupted while restarting it; checking it first" in applied.stderr
-    assert any("kafka.Kafka" in line for line in sampler.seen), "no node's command line sampled in the roll"
-    password = admin_config(day2.state).password or ""
-    assert password
-    assert [line for line in sampler.seen if password in line] == [], "a command line held the admin's password"
-    assert day2.kraftform("plan").returncode == 0
-    deployment = load(day2.state)
-    assert "rolling" not in deployment.extra and not deployment.previous
-    assert {r.properties["log.retention.check.interval.ms"] for r in deployment.nodes if "broker" in r.roles
-            and r.properties} == {"900000"}
+    """As `roll_killed_and_resumed` says; the Docker runtime's (a container renamed back) is the hosts package's."""
+    roll_killed_and_resumed(day2)
 
 
 #: `kraftform apply` SIGKILLed the moment a node's JVM is launched, before its process id is recorded: the point
@@ -348,13 +317,7 @@ def test_three_to_four_brokers_moves_partitions_onto_the_new_one_and_back(day2: 
     assert offline == 0 and set(replicas) == {1, 2, 3}
     assert max(leaders.values()) - min(leaders.values()) <= 1, leaders
     assert f"{_name(day2)}-broker-3" not in day2.pids()
-    assert not (day2.state / "nodes" / f"{_name(day2)}-broker-3").exists()  # its data: the local runtime's ...
-    if day2.runtime.name == "docker":  # ... or its container and volume
-        from kraftform.runtime.engine import docker_client
-
-        client = docker_client()
-        assert not client.containers.list(all=True, filters={"name": f"{_name(day2)}-broker-3"})
-        assert not client.volumes.list(filters={"name": f"{_name(day2)}-broker-3-data"})
+    assert not (day2.state / "nodes" / f"{_name(day2)}-broker-3").exists()  # its data
     assert json.loads((day2.state / "cluster.json").read_text())["brokers"] == 3
     assert day2.kraftform("plan").returncode == 0
 

@@ -240,9 +240,34 @@ def test_every_missing_password_is_named_at_once_and_nothing_is_declared() -> No
 
 
 
-def test_a_stack_refuses_specs_with_hosts_naming_where_they_are(specs_copy: SpecsCopy) -> None:
+def test_a_stack_on_hosts_refuses_what_it_does_not_place_there_yet_naming_where(specs_copy: SpecsCopy) -> None:
     specs = with_hosts(specs_copy())
     with pytest.raises(pulumi.RunError) as refused, built_stack("dev-hosts", lambda: StackConfig(specs)):
         pass
     message = str(refused.value)
-    assert message.startswith(f"{specs / 'cluster.yaml'}:") and "does not place nodes on hosts yet" in message
+    assert message.startswith(f"{specs / 'cluster.yaml'}:") and message.endswith(
+        "the stack places the nodes on their hosts, but not yet what runs beside them: consumers in containers; "
+        "nothing was deployed (docs/hosts.md)")
+
+
+@pulumi_test
+def test_a_stack_on_hosts_has_a_docker_provider_per_host_and_the_image_looked_for_on_each(
+        specs_copy: SpecsCopy) -> Any:
+    specs = with_hosts(specs_copy())
+    (specs / "consumers.yaml").unlink()
+
+    def check(_: Any) -> None:
+        providers = {r.name: r.inputs["host"] for r in mocks.of_type("pulumi:providers:docker")}
+        assert providers == {"platform-host-a": "unix:///run/a/docker.sock",
+                             "platform-host-b": "ssh://ops@10.0.0.2", "platform-host-c": "unix:///run/c/docker.sock"}
+        images = {r.name: r.provider for r in mocks.of_type("docker:index/remoteImage:RemoteImage")}
+        assert set(images) == {f"platform-image-host-{h}" for h in "abc"}
+        assert all(f"platform-host-{name[-1]}" in (provider or "") for name, provider in images.items())
+        assert not mocks.of_type("docker:index/network:Network")
+        nodes = nodes_resource(mocks)
+        assert {name: node["host"] for name, node in nodes.inputs["nodes"].items()} == {
+            **{f"platform-controller-{i}": f"host-{h}" for i, h in enumerate("abc")},
+            **{f"platform-broker-{i}": f"host-{h}" for i, h in enumerate("abc")}}
+
+    with built_stack("dev-hosts", lambda: StackConfig(specs)) as (mocks, _monitor, outputs):
+        return outputs["topics"].apply(check)

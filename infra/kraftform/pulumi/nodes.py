@@ -125,7 +125,7 @@ class ClusterNodesProvider(ResourceProvider):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         spec = cluster_from_json(news["cluster"])
-        with _runtime(news) as runtime:
+        with _runtime(news, olds) as runtime:
             if not (runtime.state_dir / dep.STATE_FILE).is_file():
                 raise UsageError(f"no node container of cluster {spec.name} is on this Docker engine (removed "
                                  f"outside Pulumi?): start them again, or `pulumi destroy` and `pulumi up` for a new "
@@ -157,20 +157,25 @@ def _progress(line: str) -> None:
 
 
 @contextlib.contextmanager
-def _runtime(props: dict[str, Any]) -> Iterator[DockerRuntime]:
+def _runtime(props: dict[str, Any], olds: dict[str, Any] | None = None) -> Iterator[DockerRuntime]:
     """The Docker runtime over a private state directory made for this call: the stack's secrets, the client
-    files, and the node records Docker's containers carry."""
+    files, and the node records Docker's containers carry, read from every engine the cluster runs on now or ran
+    on before this update (`olds`): a host taken out of the specs still holds the nodes the update removes."""
     spec = in_containers(cluster_from_json(props["cluster"]))
+    before = in_containers(cluster_from_json(olds["cluster"])) if olds else None
+    hosts = {h.name: h for h in (*(before.hosts if before else ()), *spec.hosts)}
     secrets = secrets_from_dict(props["secrets"])
     state_dir = Path(tempfile.mkdtemp(prefix="kraftform-stack-"))
     try:
         runtime = DockerRuntime(state_dir, props["image"])
         topo = topology(spec)
         specs = container_specs(topo, secrets, props["image"])
+        if before is not None:
+            runtime.know(before)
         runtime.know(spec)
         nodes: list[dep.NodeRecord] = []
         previous: dict[str, dep.NodeRecord] = {}
-        for host in [h.name for h in spec.hosts] or [""]:
+        for host in list(hosts) or [""]:
             found, aside = recovered(runtime.engine(host), spec.name)
             nodes += found
             previous |= aside
@@ -185,7 +190,7 @@ def _runtime(props: dict[str, Any]) -> Iterator[DockerRuntime]:
                 runtime.name, spec.name, bootstrap, sum("broker" in n.roles for n in nodes),
                 versions[0] if versions else spec.kafka_version, nodes, {
                     "network": network_name(spec.name), "image": props["image"],
-                    **({dep.HOSTS: hosts_json(spec)} if spec.hosts else {})}, previous))
+                    **({dep.HOSTS: hosts_json(hosts.values())} if hosts else {})}, previous))
         yield runtime
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)

@@ -14,7 +14,7 @@ import json
 import re
 import shutil
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ from kraftform.runtime.engine import (
 from kraftform.runtime.images import build_kafka
 from kraftform.runtime.local import last_error_line
 from kraftform.specset.hosts import node_hosts
-from kraftform.specset.model import ClusterSpec
+from kraftform.specset.model import ClusterSpec, Host
 
 #: On each node's container: its `NodeRecord` (no secrets in it), so the deployment can be read back from Docker
 #: alone (`recovered`): what `pulumi up` does, keeping no state directory between runs.
@@ -116,9 +116,9 @@ def recovered(client: docker.DockerClient, cluster: str) -> tuple[list[dep.NodeR
     return sorted(nodes, key=lambda r: r.node_id), previous
 
 
-def hosts_json(cluster: ClusterSpec) -> str:
+def hosts_json(hosts: Iterable[Host]) -> str:
     return json.dumps({h.name: {"docker": h.docker, "tls": [h.tls.ca, h.tls.cert, h.tls.key] if h.tls else None}
-                       for h in cluster.hosts}, sort_keys=True)
+                       for h in hosts}, sort_keys=True)
 
 
 class DockerRuntime:
@@ -156,7 +156,7 @@ class DockerRuntime:
 
     def know(self, cluster: ClusterSpec) -> None:
         """The hosts and node placement the specs give."""
-        self._hosts.update(json.loads(hosts_json(cluster)))
+        self._hosts.update(json.loads(hosts_json(cluster.hosts)))
         self._node_hosts.update({name: h.name for name, h in node_hosts(cluster).items()})
 
     def _hosts_from_state(self) -> None:
@@ -262,7 +262,8 @@ class DockerRuntime:
             bootstrap = client_bootstrap(topo, specs)
             dep.write_client_files(self.state_dir, bootstrap, cluster.security.admin_user, secrets.admin_password,
                                    cluster.security.sasl_mechanism, secrets.ca.cert_pem)
-            extra = {"network": network, "image": image} | ({dep.HOSTS: hosts_json(cluster)} if cluster.hosts else {})
+            extra = {"network": network, "image": image} | (
+                {dep.HOSTS: hosts_json(cluster.hosts)} if cluster.hosts else {})
             deployment = dep.Deployment(self.name, cluster.name, bootstrap, cluster.brokers, cluster.kafka_version,
                                         records, extra)
             dep.save(self.state_dir, deployment)

@@ -1,8 +1,8 @@
 """A stack's nodes on the harness's hosts as `pulumi up` changes them: the secrets and `ClusterNodes` providers in
 Pulumi's provider host, driven over gRPC with values as the engine sends them, each node on its host's Docker
 engine (combined nodes: a small stack starts fast). Made (a second `up` changes nothing), a host added with its
-broker (the update puts it on that host's engine and moves replicas onto it), then destroyed: nothing left on any
-host.
+broker (the update puts it on that host's engine and moves replicas onto it) and taken out again (drained, its
+node removed from the host the specs no longer name), then destroyed: nothing left on any host.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def test_a_first_up_puts_each_node_on_its_host_and_a_second_changes_nothing(
     assert hosts_stack.up(hosts_stack.spec).changes == proto.DiffResponse.DIFF_NONE
 
 
-def test_a_host_added_to_the_stack_gets_its_broker_on_its_engine_and_destroy_leaves_no_host_anything(
+def test_a_host_added_to_the_stack_gets_its_broker_there_and_taken_out_is_drained_then_destroy_leaves_nothing(
         hosts_stack: Stack, four_hosts: list[harness.Host]) -> None:
     diff = hosts_stack.up(on(four_hosts, mode="combined", brokers=4, controllers=3))
     assert diff.changes == proto.DiffResponse.DIFF_SOME
@@ -94,6 +94,13 @@ def test_a_host_added_to_the_stack_gets_its_broker_on_its_engine_and_destroy_lea
     topic = admin(hosts_stack).list_topics(timeout=10).topics["stack.hosts"]
     assert any(4 in p.replicas for p in topic.partitions.values())
     assert hosts_stack.up(hosts_stack.spec).changes == proto.DiffResponse.DIFF_NONE
+    # Taken out of the specs again: the update finds its node on the host the specs no longer name, drains it and
+    # removes its container and volume there.
+    assert hosts_stack.up(on(four_hosts[:3], mode="combined", brokers=3, controllers=3)).changes == \
+        proto.DiffResponse.DIFF_SOME
+    assert _containers(four_hosts[3]) == set() and four_hosts[3].docker("volume", "ls", "-q").stdout.strip() == ""
+    topic = admin(hosts_stack).list_topics(timeout=10).topics["stack.hosts"]
+    assert not any(4 in p.replicas for p in topic.partitions.values())
     hosts_stack.host.delete(ClusterNodesProvider(), "nodes", hosts_stack.nodes_id, hosts_stack.nodes)
     hosts_stack.nodes_id = ""
     for host in four_hosts:

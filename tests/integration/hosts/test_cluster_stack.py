@@ -24,7 +24,7 @@ from kraftform.specset.model import ClusterSpec, ExternalListener, Host
 
 from ...conftest import REPO
 from ..pulumi.engine import ProviderHost
-from ..pulumi.test_cluster_nodes import Stack, spec_of
+from ..pulumi.test_cluster_nodes import Stack, spec_of, stack_up
 from . import harness
 
 pytestmark = [pytest.mark.integration, pytest.mark.hosts]
@@ -63,16 +63,11 @@ def _containers(host: harness.Host) -> set[str]:
 @pytest.fixture(scope="module")
 def hosts_stack(four_hosts: list[harness.Host], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     host = ProviderHost(REPO, tmp_path_factory.mktemp("hosts-stack-tmp"))
-    made = Stack(host, on(four_hosts[:3], mode="combined", brokers=3, controllers=3))
     try:
-        made.up(made.spec)
-        yield made
+        with stack_up(host, on(four_hosts[:3], mode="combined", brokers=3, controllers=3)) as made:
+            yield made
     finally:
-        try:
-            if made.nodes_id:
-                host.delete(ClusterNodesProvider(), "nodes", made.nodes_id, made.nodes)
-        finally:
-            host.close()
+        host.close()
 
 
 def test_a_first_up_puts_each_node_on_its_host_and_a_second_changes_nothing(

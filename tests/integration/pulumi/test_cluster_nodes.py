@@ -9,6 +9,7 @@ producer. The tests run in order on one cluster, each leaving it as its inputs d
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -121,6 +122,18 @@ class Stack:
                 if LABEL_RECORD in c.labels}
 
 
+@contextlib.contextmanager
+def stack_up(host: ProviderHost, spec: ClusterSpec) -> Iterator[Stack]:
+    """The stack's cluster made as `spec` declares it, and its nodes deleted at the end as `pulumi destroy` does."""
+    made = Stack(host, spec)
+    try:
+        made.up(spec)
+        yield made
+    finally:
+        if made.nodes_id:
+            host.delete(ClusterNodesProvider(), "nodes", made.nodes_id, made.nodes)
+
+
 def spec_of(**fields: Any) -> ClusterSpec:
     base = load_specs(FIXTURE.parent).cluster
     listener = ExternalListener(True, "localhost", 49092)
@@ -136,16 +149,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     build_kafka(client, [], OLD)
     clear_leftovers(client, NAME)
     host = ProviderHost(REPO, tmp_path_factory.mktemp("nodes-host-tmp"))
-    made = Stack(host, spec_of(brokers=2, controllers=3, kafka_version=OLD))
     try:
-        made.up(made.spec)
-        yield made
+        with stack_up(host, spec_of(brokers=2, controllers=3, kafka_version=OLD)) as made:
+            yield made
     finally:
         try:
-            if made.nodes_id:
-                host.delete(ClusterNodesProvider(), "nodes", made.nodes_id, made.nodes)
-        finally:
             host.close()
+        finally:
             base = tmp_path_factory.getbasetemp()
             for container in client.containers.list(all=True, filters={"label": f"dev.kraftform.cluster={NAME}"}):
                 (base / f"{container.name}.log").write_bytes(container.logs())

@@ -131,7 +131,8 @@ class DockerRuntime:
         self.state_dir = state_dir.resolve()
         self.image = image
         self._engines: dict[str, docker.DockerClient] = {}
-        #: Host name -> its endpoint and TLS files; node name -> its host (from the specs, else the records).
+        #: Host name -> its endpoint and TLS files (the specs', and the records'); node name -> the host the specs
+        #: place it on (its record's, where there is one, wins: `engine_of`).
         self._hosts: dict[str, dict[str, Any]] = {}
         self._node_hosts: dict[str, str] = {}
 
@@ -159,23 +160,20 @@ class DockerRuntime:
         self._hosts.update(json.loads(hosts_json(cluster.hosts)))
         self._node_hosts.update({name: h.name for name, h in node_hosts(cluster).items()})
 
-    def _hosts_from_state(self) -> None:
-        if (self.state_dir / dep.STATE_FILE).is_file():
-            deployment = dep.load(self.state_dir)
-            self._hosts.update(json.loads(deployment.extra.get(dep.HOSTS, "{}")))
-            for record in (*deployment.nodes, *deployment.previous.values()):
-                self._node_hosts.setdefault(record.name, record.host)
+    def _hosts_from_state(self) -> dict[str, str]:
+        """The hosts the records name (their endpoints learnt) and node name -> its recorded host."""
+        if not (self.state_dir / dep.STATE_FILE).is_file():
+            return {}
+        deployment = dep.load(self.state_dir)
+        for name, endpoint in json.loads(deployment.extra.get(dep.HOSTS, "{}")).items():
+            self._hosts.setdefault(name, endpoint)
+        return {r.name: r.host for r in (*deployment.nodes, *deployment.previous.values())}
 
     def engine_of(self, name: str) -> docker.DockerClient:
-        """The engine that runs node `name`: the one its record names, else the one the specs place it on."""
-        if name not in self._node_hosts:
-            self._hosts_from_state()
-        return self.engine(self._node_hosts.get(name, ""))
-
-    def node_host(self, name: str) -> str:
-        """The host a node runs on ("": this machine)."""
-        self.engine_of(name)
-        return self._node_hosts.get(name, "")
+        """The engine that runs node `name`: the one its record names (where its container and data are), else the
+        one the specs place it on (a node being added)."""
+        recorded = self._hosts_from_state()
+        return self.engine(recorded[name] if name in recorded else self._node_hosts.get(name, ""))
 
     def _network(self, client: docker.DockerClient, name: str, cluster: str) -> None:
         if not client.networks.list(names=[name]):

@@ -32,6 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraftform.cluster.certificates import issue, make_ca
+
 #: Everything the harness makes is named with this prefix (interfaces: 15 characters at most).
 PREFIX = "kfh"
 BRIDGE = f"{PREFIX}0"
@@ -41,6 +43,11 @@ ROOT = Path("/var/lib/kraftform-hosts")
 RUN = Path("/run/kraftform-hosts")
 ENGINE_START_S = 60.0
 FORWARD_RULE = ["FORWARD", "-i", BRIDGE, "-o", BRIDGE, "-j", "ACCEPT"]
+#: Each engine also listens on its host's address here, TLS with client certificates from the harness's own CA.
+TCP_PORT = 2376
+TLS = RUN / "tls"
+#: The machine's client certificate for the engines' TCP endpoints: CA, certificate, key.
+CLIENT_TLS = (TLS / "ca.pem", TLS / "client.pem", TLS / "client-key.pem")
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,15 @@ class Host:
     def docker_host(self) -> str:
         """The engine's endpoint, as `DOCKER_HOST` or a Docker provider's `host` takes it."""
         return f"unix://{self.socket}"
+
+    @property
+    def tcp_endpoint(self) -> str:
+        """The same engine over TCP on the host's address, which asks for a client certificate (`--tlsverify`)."""
+        return f"tcp://{self.address}:{TCP_PORT}"
+
+    @property
+    def server_tls(self) -> tuple[Path, Path]:
+        return TLS / f"{self.name}.pem", TLS / f"{self.name}-key.pem"
 
     @property
     def pidfile(self) -> Path:
@@ -125,6 +141,7 @@ def up(names: Iterable[str], images: Iterable[str] = ()) -> list[Host]:
     _run(["ip", "addr", "add", f"{machine_address()}/{NETWORK.prefixlen}", "dev", BRIDGE])
     _run(["ip", "link", "set", BRIDGE, "up"])
     _run(["iptables", "-I", *FORWARD_RULE])
+    _make_tls(made)
     for host in made:
         _run(["ip", "netns", "add", host.netns])
         _run(["ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.netns])
@@ -160,13 +177,29 @@ def cut(host: Host, connected: bool = False) -> None:
     _run(["ip", "link", "set", host.veth, "up" if connected else "down"])
 
 
+def _make_tls(made: list[Host]) -> None:
+    """A CA for the engines' TCP endpoints, a server certificate per host naming its address, a client one."""
+    TLS.mkdir(parents=True, exist_ok=True)
+    ca = make_ca("kraftform-hosts")
+    client = issue(ca, "kraftform-machine")
+    files = {CLIENT_TLS[0]: ca.cert_pem, CLIENT_TLS[1]: client.cert_pem, CLIENT_TLS[2]: client.key_pem}
+    for host in made:
+        server = issue(ca, host.name, ips=[host.address])
+        files |= {host.server_tls[0]: server.cert_pem, host.server_tls[1]: server.key_pem}
+    for path, content in files.items():
+        path.write_text(content)
+        path.chmod(0o600)
+
+
 def _start_engine(host: Host) -> None:
     host.data_root.mkdir(parents=True, exist_ok=True)
     host.exec_root.mkdir(parents=True, exist_ok=True)
     log = (host.exec_root / "dockerd.log").open("ab")
     subprocess.Popen(["nsenter", f"--net=/run/netns/{host.netns}", "dockerd", "--data-root", str(host.data_root),
                       "--exec-root", str(host.exec_root / "exec"), "--pidfile", str(host.pidfile), "-H",
-                      host.docker_host, "--cgroup-parent", host.netns],
+                      host.docker_host, "-H", host.tcp_endpoint, "--tlsverify", "--tlscacert", str(CLIENT_TLS[0]),
+                      "--tlscert", str(host.server_tls[0]), "--tlskey", str(host.server_tls[1]),
+                      "--cgroup-parent", host.netns],
                      stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     log.close()
 

@@ -36,8 +36,11 @@ LOST_S = 15.0
 
 
 def _hosts_section(hosts: list[harness.Host]) -> list[dict[str, object]]:
-    return [{"name": h.name, "docker": h.docker_host, "address": h.address, "racks": [f"rack-{h.name}"]}
-            for h in hosts]
+    """Each host by its engine's socket, host b by its TCP endpoint with the harness's client certificate."""
+    ca, cert, key = (str(p) for p in harness.CLIENT_TLS)
+    return [{"name": h.name, "address": h.address, "racks": [f"rack-{h.name}"],
+             **({"docker": h.tcp_endpoint, "tls": {"ca": ca, "cert": cert, "key": key}} if h.name == "b"
+                else {"docker": h.docker_host})} for h in hosts]
 
 
 @pytest.fixture(scope="module")

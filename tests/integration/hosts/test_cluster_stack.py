@@ -20,7 +20,7 @@ from kraftform.cluster.containers import LABEL_HOST, client_bootstrap, container
 from kraftform.cluster.render import secrets_from_dict
 from kraftform.cluster.topology import topology
 from kraftform.pulumi.nodes import ClusterNodesProvider
-from kraftform.specset.model import ClusterSpec, ExternalListener, Host
+from kraftform.specset.model import ClusterSpec, DockerTls, ExternalListener, Host
 
 from ...conftest import REPO
 from ..pulumi.engine import ProviderHost
@@ -33,7 +33,10 @@ NAME = "kfstackh"
 
 
 def _hosts(hosts: list[harness.Host]) -> tuple[Host, ...]:
-    return tuple(Host(h.name, h.docker_host, h.address, (f"rack-{h.name}",)) for h in hosts)
+    """Each host by its engine's socket, host c by its TCP endpoint with the harness's client certificate."""
+    tls = DockerTls(*(str(p) for p in harness.CLIENT_TLS))
+    return tuple(Host(h.name, h.tcp_endpoint, h.address, (f"rack-{h.name}",), tls=tls) if h.name == "c"
+                 else Host(h.name, h.docker_host, h.address, (f"rack-{h.name}",)) for h in hosts)
 
 
 def on(hosts: list[harness.Host], **fields: Any) -> ClusterSpec:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from kraftform.errors import EnvironmentMissing
+from kraftform.runtime.engine import host_client
+
 from . import harness
 
 pytestmark = [pytest.mark.integration, pytest.mark.hosts]
@@ -36,6 +39,12 @@ def test_three_hosts_each_with_its_engine_reach_each_other_across_the_bridge_alo
         assert f"{host.address}/24" in addresses
         assert "kraftform/debian:trixie" in host.docker("images", "--format", "{{.Repository}}:{{.Tag}}").stdout
     assert [h.address for h in three_hosts] == ["10.231.0.1", "10.231.0.2", "10.231.0.3"]
+    # Each engine over TCP on its address: with the harness's client certificate it answers, without it refuses.
+    ca, cert, key = (str(p) for p in harness.CLIENT_TLS)
+    assert host_client("a", a.tcp_endpoint, [ca, cert, key]).ping()
+    with pytest.raises(EnvironmentMissing) as refused:
+        host_client("a", a.tcp_endpoint)
+    assert str(refused.value).startswith("host 'a': no Docker engine answers at tcp://10.231.0.1:2376")
     # One engine's containers are its own: the others do not see them.
     a.docker("run", "-d", "--name", "answer", "-p", f"{a.address}:{PORT}:{PORT}", "kraftform/debian:trixie", "perl",
              "-e", SERVER % (PORT, "host a"))

@@ -77,9 +77,10 @@ class Stack:
     def nodes_news(self, spec: ClusterSpec, secrets: dict[str, Any]) -> dict[str, Any]:
         made = secrets_from_dict(secrets)
         plain = dataclasses.replace(in_containers(spec), features={})
-        # A node that does not come back is given a minute (a quick-start broker is back in about 10 s).
+        # A node that does not come back is given three minutes (a quick-start broker is back in about 10 s alone;
+        # under the rest of the suite one took over 60 s to register, ci38).
         return nodes_props(plain, stack_image("local", spec.kafka_version), secrets, node_inputs(plain, made),
-                           RollOptions(node_timeout_s=60))
+                           RollOptions(node_timeout_s=180))
 
     def up(self, spec: ClusterSpec) -> Any:
         """`pulumi up` of the cluster as `spec` declares it: the secrets resource first, then the nodes; returns

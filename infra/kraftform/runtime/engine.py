@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import tarfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import docker
@@ -39,14 +40,29 @@ def docker_client() -> docker.DockerClient:
         raise EnvironmentMissing(f"no Docker engine answers ({exc}); start dockerd") from None
 
 
+@contextlib.contextmanager
+def _host_ca_only() -> Iterator[None]:
+    """While the client asks the engine its API version: without the CA bundles of the environment, which requests
+    would verify the engine's certificate against instead of the host's CA."""
+    saved = {k: os.environ.pop(k) for k in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE") if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
 def host_client(name: str, endpoint: str, tls: Sequence[str] | None = None) -> docker.DockerClient:
     """The Docker engine of one of the spec's hosts: a unix socket, tcp:// with the client certificate `tls`
     (ca, cert, key) verified against its CA, or ssh:// through the machine's own ssh client (its keys, agent and
     known_hosts: kraftform holds no SSH secret)."""
     try:
         config = docker.tls.TLSConfig(client_cert=(tls[1], tls[2]), ca_cert=tls[0], verify=True) if tls else None
-        client = docker.DockerClient(base_url=endpoint, tls=config, use_ssh_client=endpoint.startswith("ssh://"),
-                                     timeout=300)
+        with _host_ca_only():
+            client = docker.DockerClient(base_url=endpoint, tls=config, use_ssh_client=endpoint.startswith("ssh://"),
+                                         timeout=300)
+        # The host's CA alone verifies it: requests would otherwise take REQUESTS_CA_BUNDLE (the machine's public
+        # CAs) over the one given, and route the Docker API through an HTTP(S)_PROXY.
+        client.api.trust_env = False
         client.ping()
         return client
     except docker.errors.DockerException as exc:

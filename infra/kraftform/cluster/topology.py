@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from kraftform.specset.hosts import CONTROLLER_ID_BASE
 from kraftform.specset.model import DEFAULT_CONTROLLER_HEAP, ClusterSpec
-
-CONTROLLER_ID_BASE = 1000
 
 #: Listener ports inside a node; identical on every node (each has its own address).
 CLIENT_PORT = 9092

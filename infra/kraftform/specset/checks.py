@@ -15,7 +15,7 @@ from kraftform.definitions.features import RELEASE_FEATURES
 from kraftform.definitions.group_configs import bounds_problem
 from kraftform.definitions.server_configs import definition
 from kraftform.errors import Location, Problem
-from kraftform.specset.hosts import check_hosts
+from kraftform.specset.hosts import check_hosts, laid_out_nodes
 from kraftform.specset.model import (
     DEFAULT_ENTITY,
     RESERVED_USERS,
@@ -105,11 +105,8 @@ def check_cluster(s: SpecSet) -> Iterator[Problem]:
 
 
 def node_names(c: ClusterSpec) -> list[str]:
-    """The names kraftform gives the cluster's nodes (`cluster.topology` numbers them the same way)."""
-    if c.mode == "combined":
-        return [f"{c.name}-node-{i}" for i in range(c.brokers)]
-    return [f"{c.name}-controller-{i}" for i in range(c.controllers)] + [f"{c.name}-broker-{i}" for i in
-                                                                        range(c.brokers)]
+    """The names kraftform gives the cluster's nodes (`specset.hosts.laid_out_nodes`, as `cluster.topology`)."""
+    return [n.name for n in laid_out_nodes(c)]
 
 
 def _node_config_problems(c: ClusterSpec, at: Location) -> Iterator[Problem]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from kraftform.specset.hosts import CONTROLLER_ID_BASE
+from kraftform.specset.hosts import CONTROLLER_ID_BASE as CONTROLLER_ID_BASE  # re-exported: the cluster layer names it
 from kraftform.specset.model import DEFAULT_CONTROLLER_HEAP, ClusterSpec
 
 #: Listener ports inside a node; identical on every node (each has its own address).

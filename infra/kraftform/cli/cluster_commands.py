@@ -96,10 +96,14 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_down(args: argparse.Namespace) -> int:
     from kraftform.runtime.connect import stop_all
+    from kraftform.runtime.monitoring import monitoring_down
     from kraftform.runtime.registry import stop_registry
 
     stop_all(args.state_dir)  # Connect workers beside the cluster go first: they log in to it
     stop_registry(args.state_dir)
+    # Prometheus and the exporter too: their record is in the state directory, which --purge deletes.
+    for stopped in monitoring_down(args.state_dir):
+        print(f"stopped {stopped}")
     runtime_of(args.state_dir).down(purge=args.purge)
     print(f"cluster in {args.state_dir} stopped" + (" and purged" if args.purge else " (data kept)"))
     return 0

@@ -84,6 +84,17 @@ def _kafka_alerts(c: str) -> list[Alert]:
     ]
 
 
+def _host_alerts(specs: SpecSet) -> list[Alert]:
+    """On a cluster spread over hosts (`cluster.hosts`): every node of one host silent at once is the host or its link
+    lost, not a node's own failure, and takes a replica of each partition and a voter with it."""
+    if not specs.cluster.hosts:
+        return []
+    return [Alert("KafkaHostLost", f'max by (cluster, host) (up{{job="{KAFKA_JOB}", cluster="{specs.cluster.name}", '
+                                   f'host!=""}}) == 0', "30s", "critical",
+                  "host {{ $labels.host }} of cluster {{ $labels.cluster }} is lost: none of its nodes answer "
+                  "scrapes (its machine, its Docker engine or its link is down)")]
+
+
 def _quorum_alerts(c: str) -> list[Alert]:
     sel = f'cluster="{c}", role="controller"'
     return [
@@ -141,7 +152,8 @@ def alert_rules(specs: SpecSet, max_for_s: int | None = None) -> dict[str, Any]:
     durations), None keeps each rule's own."""
     c = specs.cluster.name
     return {"groups": [
-        {"name": f"kraftform-{c}-kafka", "rules": [a.rule(c, max_for_s) for a in _kafka_alerts(c)]},
+        {"name": f"kraftform-{c}-kafka", "rules": [a.rule(c, max_for_s) for a in
+                                                    (*_kafka_alerts(c), *_host_alerts(specs))]},
         {"name": f"kraftform-{c}-quorum", "rules": [a.rule(c, max_for_s) for a in _quorum_alerts(c)]},
         {"name": f"kraftform-{c}-kraftform", "rules": [a.rule(c, max_for_s) for a in _kraftform_alerts(specs)]},
     ]}

@@ -1,7 +1,8 @@
 """Prometheus' configuration for one cluster: every node's JMX exporter, kraftform's exporter, the Spark
 consumers that announce themselves, and the generated rules. Pure.
 
-Every target carries `cluster`, `node` and `role` labels, which the alert rules and the dashboard select on.
+Every target carries `cluster`, `node` and `role` labels, which the alert rules and the dashboard select on, and a
+node on one of the spec's hosts its `host`.
 Spark consumers are found through files (`file_sd_configs`): each `kraftform consumers run` writes where its
 driver serves metrics when it starts, so a consumer started after Prometheus is scraped without a reload.
 """
@@ -24,6 +25,8 @@ class Endpoint:
     node: str
     roles: str  # "broker", "controller" or "broker,controller"
     address: str  # host:port
+    #: The spec host (`cluster.hosts`) running the node; "" on one machine.
+    host: str = ""
 
     @property
     def role(self) -> str:
@@ -40,7 +43,8 @@ def prometheus_config(cluster: str, nodes: Sequence[Endpoint], exporter: str, ru
         "rule_files": [rules_file],
         "scrape_configs": [
             {"job_name": KAFKA_JOB, "static_configs": [
-                {"targets": [n.address], "labels": {"cluster": cluster, "node": n.node, "role": n.role}}
+                {"targets": [n.address], "labels": {"cluster": cluster, "node": n.node, "role": n.role,
+                                                    **({"host": n.host} if n.host else {})}}
                 for n in nodes]},
             {"job_name": KRAFTFORM_JOB, "static_configs": [
                 {"targets": [exporter], "labels": {"cluster": cluster, "node": "kraftform", "role": "exporter"}}]},

@@ -222,9 +222,12 @@ def reshaped(state_dir: Path, cluster: ClusterSpec, bootstrap: str) -> None:
 METRICS_ENDPOINTS = "metrics.json"
 
 
-def write_endpoints(state_dir: Path, endpoints: Mapping[str, tuple[str, str]]) -> None:
-    """Node name -> (roles, host:port) where its metrics are served, beside the client files."""
-    listed = [{"node": name, "roles": roles, "address": address}
+def write_endpoints(state_dir: Path, endpoints: Mapping[str, tuple[str, str]],
+                    hosts: Mapping[str, str] | None = None) -> None:
+    """Node name -> (roles, host:port) where its metrics are served, beside the client files; with the spec host
+    that runs each node (`hosts`: node name -> host name), so a scraper can tell a host lost from a node down."""
+    listed = [{"node": name, "roles": roles, "address": address,
+               **({"host": hosts[name]} if hosts and name in hosts else {})}
               for name, (roles, address) in sorted(endpoints.items())]
     write_atomic(state_dir / METRICS_ENDPOINTS, json.dumps(listed, indent=2) + "\n")
 

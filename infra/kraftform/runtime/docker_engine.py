@@ -121,6 +121,11 @@ def hosts_json(hosts: Iterable[Host]) -> str:
                        for h in hosts}, sort_keys=True)
 
 
+def _host_names(cluster: ClusterSpec) -> dict[str, str]:
+    """Node name -> the name of the spec host running it (none on one engine)."""
+    return {name: h.name for name, h in node_hosts(cluster).items()}
+
+
 class DockerRuntime:
     """The cluster's nodes as containers: on this machine's Docker engine, or on the engine of each node's host
     (`cluster.hosts`), one client per engine."""
@@ -158,7 +163,7 @@ class DockerRuntime:
     def know(self, cluster: ClusterSpec) -> None:
         """The hosts and node placement the specs give."""
         self._hosts.update(json.loads(hosts_json(cluster.hosts)))
-        self._node_hosts.update({name: h.name for name, h in node_hosts(cluster).items()})
+        self._node_hosts.update(_host_names(cluster))
 
     def _hosts_from_state(self) -> dict[str, str]:
         """The hosts the records name (their endpoints learnt) and node name -> its recorded host."""
@@ -204,7 +209,7 @@ class DockerRuntime:
         rendered = self.rendered(cluster)
         plan = node_plan(dep.running_nodes(deployment), rendered, cluster.kafka_version,
                          dep.load_secrets(self.state_dir).dynamic_quorum)
-        placed = {name: h.name for name, h in node_hosts(cluster).items()}
+        placed = _host_names(cluster)
         wanted = {r.node.name for r in rendered}
         moved = [f"{r.name} runs on {r.host or 'this machine'} and the specs put it on "
                  f"{placed.get(r.name) or 'this machine'}: a node does not move between hosts (its data is on its "
@@ -265,7 +270,7 @@ class DockerRuntime:
             deployment = dep.Deployment(self.name, cluster.name, bootstrap, cluster.brokers, cluster.kafka_version,
                                         records, extra)
             dep.save(self.state_dir, deployment)
-            dep.write_endpoints(self.state_dir, node_metrics(topo, specs))
+            dep.write_endpoints(self.state_dir, node_metrics(topo, specs), _host_names(cluster))
         return wait_healthy(dep.admin_config(self.state_dir), {n.node_id: n.name for n in topo.brokers}, timeout,
                             self.last_error, self.restart_node)
 
@@ -426,7 +431,7 @@ class DockerRuntime:
         topo = topology(cluster)
         specs = container_specs(topo, dep.load_secrets(self.state_dir), self._image(cluster.kafka_version))
         dep.reshaped(self.state_dir, cluster, client_bootstrap(topo, specs))
-        dep.write_endpoints(self.state_dir, node_metrics(topo, specs))
+        dep.write_endpoints(self.state_dir, node_metrics(topo, specs), _host_names(cluster))
 
     def kill_node(self, name: str, signal: str = "SIGKILL") -> None:
         container = self.engine_of(name).containers.get(dep.load(self.state_dir).node(name).handle)

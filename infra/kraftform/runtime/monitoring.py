@@ -52,7 +52,7 @@ def endpoints(state_dir: Path) -> list[Endpoint]:
     if not path.is_file():
         raise UsageError(f"{state_dir}: no {METRICS_ENDPOINTS}: the cluster was started before its nodes served "
                          f"metrics; start it again with `kraftform cluster up` to get them")
-    return [Endpoint(e["node"], e["roles"], e["address"]) for e in json.loads(path.read_text())]
+    return [Endpoint(e["node"], e["roles"], e["address"], e.get("host", "")) for e in json.loads(path.read_text())]
 
 
 def _free_port() -> int:

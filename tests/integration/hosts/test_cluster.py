@@ -1,7 +1,9 @@
 """A cluster on three hosts (the harness's: each its own network namespace and Docker engine), a rack each: each host
 runs a controller and a broker, reached at the host's address; a host lost (its engine and every process on it
 SIGKILLed) and a host cut off (its link down) each leave the cluster taking acks=all writes with nothing
-acknowledged lost, `status` naming the host and exiting 2; the host back, `apply` converges and the plan is empty.
+acknowledged lost, `status` naming the host and exiting 2 and the host's alert firing on a real Prometheus (`kraftform
+monitoring up`, scraping each node at its host's address); the host back, the alert resolves, `apply` converges and
+the plan is empty.
 
 The tests run in order on one cluster, each leaving it healthy and matching its specs for the next.
 """
@@ -9,10 +11,12 @@ The tests run in order on one cluster, each leaving it healthy and matching its 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,14 +29,18 @@ from kraftform.declared import load_specs
 from kraftform.kafka.health import wait_healthy
 from kraftform.runtime.deployment import admin_config, load
 from kraftform.runtime.docker_engine import DockerRuntime
+from kraftform.runtime.monitoring import running
 
 from ..runtime.conftest import Day2, Producer, fixture_specs, read_values, roll_killed_and_resumed
 from . import harness
 
 pytestmark = [pytest.mark.integration, pytest.mark.hosts]
 
-#: How long each loss lasts: past the broker's session timeout (9 s), so the host's broker is fenced.
+#: How long each loss lasts at least: past the broker's session timeout (9 s), so the host's broker is fenced.
 LOST_S = 15.0
+#: Prometheus' scrape interval and the cap on every rule's `for:` (`monitoring up --max-for`): the host's alert fires
+#: as in production, without its 30 s.
+SCRAPE_S, MAX_FOR_S = 2, 4
 
 
 def _hosts_section(hosts: list[harness.Host]) -> list[dict[str, object]]:
@@ -64,6 +72,45 @@ def on_hosts(four_hosts: list[harness.Host], tmp_path_factory: pytest.TempPathFa
                 (base / f"{host.name}-{name}.log").write_text(host.docker("logs", line, check=False).stderr)
         if (base / "state" / "cluster.json").is_file():
             runtime.down(purge=True)
+
+
+@pytest.fixture(scope="module")
+def watched(on_hosts: Day2) -> Iterator[Day2]:
+    """Prometheus and kraftform's exporter on this machine, as `kraftform monitoring up` starts them for the cluster."""
+    data = on_hosts.state.parent / "data"
+    done = on_hosts.kraftform("monitoring", "up", "--data-dir", str(data), "--scrape-interval", str(SCRAPE_S),
+                              "--max-for", str(MAX_FOR_S))
+    assert done.returncode == 0, done.stdout + done.stderr
+    try:
+        yield on_hosts
+    finally:
+        subprocess.run(["kraftform", "monitoring", "down", "--state-dir", str(on_hosts.state)], capture_output=True,
+                       timeout=120, check=False)
+
+
+def _hosts_alerted(day2: Day2) -> set[str]:
+    """The hosts whose KafkaHostLost alert fires on the cluster's Prometheus."""
+    found = running(day2.state)
+    assert found is not None, "monitoring is not up"
+    with urllib.request.urlopen(f"{found.prometheus_url}/api/v1/alerts", timeout=10) as response:
+        alerts = json.load(response)["data"]["alerts"]
+    return {a["labels"]["host"] for a in alerts if a["labels"]["alertname"] == "KafkaHostLost" and
+            a["state"] == "firing"}
+
+
+def _until(what: str, timeout: float, check: object) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {what}"
+        time.sleep(1)
+
+
+def _alive(pid: int) -> bool:
+    """A process running (a zombie, not yet reaped by whoever inherited it, has no command line left)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes() != b""
+    except OSError:
+        return False
 
 
 def _containers(host: harness.Host) -> dict[str, str]:
@@ -164,14 +211,18 @@ def _through(day2: Day2, topic: str, lose: object, back: object, lost: harness.H
             time.sleep(1)
         before = len(producer.log.acked)
         assert before >= 500, producer.stderr.read_text()[-2000:]
+        assert _hosts_alerted(day2) == set()
         lose()  # type: ignore[operator]
-        time.sleep(LOST_S)
+        gone = time.monotonic()
+        _until(f"KafkaHostLost firing for host {lost.name}", 60, lambda: _hosts_alerted(day2) == {lost.name})
+        time.sleep(max(0.0, LOST_S - (time.monotonic() - gone)))
         status = _status(day2)
         assert status.returncode == 2, status.stdout + status.stderr
         assert f"PROBLEM: host {lost.name} ({lost.address}) is lost" in status.stdout, status.stdout
         during = len(producer.log.acked)
         back()  # type: ignore[operator]
         _back(day2)
+        _until(f"KafkaHostLost for host {lost.name} resolved", 60, lambda: _hosts_alerted(day2) == set())
         time.sleep(3)
     finally:
         acked = producer.stop()
@@ -182,22 +233,28 @@ def _through(day2: Day2, topic: str, lose: object, back: object, lost: harness.H
 
 
 def test_a_host_lost_with_its_engine_keeps_writes_acknowledged_and_comes_back(
-        on_hosts: Day2, three_hosts: list[harness.Host]) -> None:
-    lost = _leader_host(on_hosts, three_hosts)
-    _through(on_hosts, "hosts.lost", lambda: harness.kill(lost), lambda: harness.start_engine(lost), lost)
+        watched: Day2, three_hosts: list[harness.Host]) -> None:
+    lost = _leader_host(watched, three_hosts)
+    _through(watched, "hosts.lost", lambda: harness.kill(lost), lambda: harness.start_engine(lost), lost)
 
 
 def test_a_host_cut_off_keeps_writes_acknowledged_and_rejoins(
-        on_hosts: Day2, three_hosts: list[harness.Host]) -> None:
-    cut = _leader_host(on_hosts, three_hosts)
-    _through(on_hosts, "hosts.cut", lambda: harness.cut(cut), lambda: harness.cut(cut, connected=True), cut)
+        watched: Day2, three_hosts: list[harness.Host]) -> None:
+    cut = _leader_host(watched, three_hosts)
+    _through(watched, "hosts.cut", lambda: harness.cut(cut), lambda: harness.cut(cut, connected=True), cut)
 
 
 def test_stopped_and_purged_from_the_state_directory_alone_nothing_is_left_on_any_host(
-        on_hosts: Day2, three_hosts: list[harness.Host]) -> None:
+        watched: Day2, three_hosts: list[harness.Host]) -> None:
+    on_hosts = watched
+    monitoring = running(on_hosts.state)
+    assert monitoring is not None
     done = subprocess.run(["kraftform", "cluster", "down", "--purge", "--state-dir", str(on_hosts.state)],
                           capture_output=True, text=True, timeout=300, check=False, env=dict(os.environ))
     assert done.returncode == 0, done.stdout + done.stderr
+    # Prometheus and the exporter stopped with it: their record was in the state directory it deleted.
+    assert f"stopped Prometheus (pid {monitoring.prometheus_pid})" in done.stdout, done.stdout
+    assert not _alive(monitoring.prometheus_pid) and not _alive(monitoring.exporter_pid)
     for host in three_hosts:
         assert host.docker("ps", "-aq").stdout.strip() == ""
         assert host.docker("volume", "ls", "-q").stdout.strip() == ""

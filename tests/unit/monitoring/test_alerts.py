@@ -3,6 +3,7 @@ each rule's condition (and series that do not)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ from kraftform.cluster.jmx import FAMILIES
 from kraftform.declared import load_specs
 from kraftform.monitoring.alerts import alert_rules, rules_yaml
 from kraftform.monitoring.dashboard import panels
+from kraftform.specset.model import Host
 
 from ...conftest import EXAMPLE_SPECS
 
@@ -156,4 +158,26 @@ def test_a_trials_cap_shortens_only_the_waits_above_it_and_promtool_accepts_the_
     assert "capped at 10s" in text and "capped" not in rules_yaml(SPECS)
     (tmp_path / "rules.yml").write_text(text)
     done = _promtool("check", "rules", "rules.yml", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_host_fires_when_every_node_on_it_is_silent_not_when_one_is(tmp_path: Path) -> None:
+    hosts = tuple(Host(name, f"unix:///run/{name}.sock", f"10.0.0.{i}") for i, name in enumerate("ab", 1))
+    specs = dataclasses.replace(SPECS, cluster=dataclasses.replace(SPECS.cluster, hosts=hosts))
+    assert "KafkaHostLost" not in rules_yaml(SPECS)  # one machine: no host to lose
+
+    def up(node: str, host: str, values: str) -> dict[str, str]:
+        return _series("up", {"job": "kafka", "node": node, "role": "broker", "host": host}, values)
+
+    series = [up("platform-broker-0", "a", "1 0x6"), up("platform-controller-0", "a", "1 1 0x5"),
+              up("platform-broker-1", "b", "0x6"), up("platform-controller-1", "b", "1x6")]
+    (tmp_path / "rules.yml").write_text(rules_yaml(specs))
+    (tmp_path / "test.yml").write_text(yaml.safe_dump({
+        "rule_files": ["rules.yml"], "evaluation_interval": "10s",
+        "tests": [{"interval": "10s", "input_series": series, "alert_rule_test": [
+            _alert("KafkaHostLost", "30s"),  # both of a's nodes silent since 20 s: its for is 30 s
+            _alert("KafkaHostLost", "50s", {"host": "a", "severity": "critical"},
+                   "host a of cluster platform is lost: none of its nodes answer scrapes (its machine, its Docker "
+                   "engine or its link is down)")]}]}))
+    done = _promtool("test", "rules", "test.yml", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -99,7 +99,7 @@ _LAST_DOCKER: list[pytest.Item] = []
 DOCKER_SIDE = ("tests/integration/pulumi/test_cluster_nodes.py", "tests/integration/pulumi/test_connect_cluster.py",
                "tests/integration/pulumi/test_docker_readback.py",
                "tests/integration/pulumi/test_monitoring_containers.py", "tests/integration/spark/test_containers.py",
-               "tests/integration/runtime/test_docker_engine.py", "tests/integration/testing/",
+               "tests/integration/runtime/test_docker_engine.py",
                "tests/integration/runtime/test_monitoring.py", "tests/integration/registry/",
                "tests/integration/hosts/")
 

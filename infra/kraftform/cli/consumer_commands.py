@@ -205,6 +205,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr)
     made = containers.container_specs(args.state_dir, specs, chosen, image, args.allow_destructive)
     spark = containers.spark_cluster_specs(args.state_dir, specs, image)
+    containers.prepare_hosts(args.state_dir, specs, [*spark, *made])
     if spark:
         containers.spark_cluster_up(args.state_dir, spark, args.timeout or 300)
         print(f"Spark standalone master {spark[0].name} with {len(spark) - 1} worker(s): up")
@@ -241,7 +242,7 @@ def _container_status(args: argparse.Namespace) -> bool:
         print(f"{state.consumer}: container {state.container} {state.status}, {state.health}"
               + (f" (exit code {state.exit_code})" if state.exit_code is not None else ""))
         if state.status == "running":
-            print("  " + containers.position_inside(state).replace("\n", "\n  "))
+            print("  " + containers.position_inside(args.state_dir, state).replace("\n", "\n  "))
     return True
 
 

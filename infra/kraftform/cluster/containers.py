@@ -96,6 +96,8 @@ class ContainerSpec:
     restart: str = "unless-stopped"
     #: The spec host (`cluster.hosts`) whose engine runs it; "": the one engine of a cluster without hosts.
     host: str = ""
+    #: Environment variables (never a secret: `docker inspect` shows them; secrets go in `files`).
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 def volume_name(node_name: str) -> str:

@@ -166,6 +166,8 @@ def container_resource(name: str, spec: pulumi.Output[ContainerSpec], image_id: 
     return docker.Container(
         name, name=pick(lambda c: c.name), hostname=pick(lambda c: c.hostname), image=image_id,
         command=pick(lambda c: list(c.command)), user=pick(lambda c: c.user),
+        # None, not [], without any: a container made before `env` existed shows no change.
+        envs=pick(lambda c: [f"{k}={v}" for k, v in c.env.items()] or None),
         uploads=pulumi.Output.secret(cast(Any, pick(_uploads))),  # stubs: Never
         networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=network, aliases=pick(lambda c: list(c.aliases)))],
         volumes=[docker.ContainerVolumeArgs(volume_name=volume.name, container_path=pick(lambda c: c.volume_path))],

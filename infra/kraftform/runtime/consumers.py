@@ -1,23 +1,30 @@
 """Streaming consumers in containers beside a cluster from `kraftform cluster up --runtime docker`.
 
 Each consumer is the container `spark.containers.consumer_container` describes, on the cluster's network,
-reaching the brokers by their in-network names. Redeploying replaces the container and keeps its volume,
-so the job continues from its checkpoint; `down --purge` removes the volumes too.
+reaching the brokers by their in-network names; on a cluster with hosts, on the first Spark host's engine and
+network (`specset.hosts.spark_hosts`), reaching the brokers at their hosts' addresses, with the standalone master
+beside it and a worker on each Spark host. Redeploying replaces the container and keeps its volume (or the
+shared directory's contents), so the job continues from its checkpoint; `down --purge` removes the volumes too
+(never a shared directory: it is the user's).
 """
 
 from __future__ import annotations
 
+import json
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import docker
 from docker.errors import NotFound
 from docker.models.containers import Container
 
-from kraftform.cluster.containers import ContainerSpec, network_bootstrap
+from kraftform.cluster.containers import CONTAINER_UID, HOST_NETWORK, ContainerSpec, network_bootstrap
 from kraftform.errors import ClusterUnhealthy, UsageError
 from kraftform.kafka.credentials import passwords, require_passwords
 from kraftform.runtime import deployment as dep
+from kraftform.runtime.docker_engine import DockerRuntime
 from kraftform.runtime.engine import attached, create_container, docker_client, remove_attached, remove_if_present
 from kraftform.runtime.registry import avro_writers
 from kraftform.spark.containers import (
@@ -30,6 +37,7 @@ from kraftform.spark.containers import (
     spark_cluster_containers,
 )
 from kraftform.spark.manifest import consumer_manifest, manifest_text
+from kraftform.specset.hosts import spark_hosts
 from kraftform.specset.model import ConsumerSpec, SpecSet
 from kraftform.waiting import NotYet, poll
 
@@ -46,6 +54,14 @@ def _docker_deployment(state_dir: Path) -> dep.Deployment:
     return deployment
 
 
+def engines(state_dir: Path) -> dict[str, docker.DockerClient]:
+    """Host name -> its engine, for every host of the cluster in `state_dir`; {"": this machine's} without hosts."""
+    deployment = _docker_deployment(state_dir)
+    runtime = DockerRuntime(state_dir)
+    return {host: runtime.engine(host) for host in json.loads(deployment.extra.get(dep.HOSTS, "{}"))} or {
+        "": runtime.client}
+
+
 def spark_cluster_specs(state_dir: Path, specs: SpecSet, image: str) -> tuple[ContainerSpec, ...]:
     """The standalone master and workers beside the Docker cluster, when the specs ask for them."""
     if specs.cluster.spark.master != "standalone":
@@ -54,18 +70,23 @@ def spark_cluster_specs(state_dir: Path, specs: SpecSet, image: str) -> tuple[Co
     if deployment.cluster_name != specs.cluster.name:  # consumers find the master by the specs' cluster name
         raise UsageError(f"the specs describe cluster {specs.cluster.name!r}, {state_dir} holds "
                          f"{deployment.cluster_name!r}: a standalone Spark master beside it would not be found")
+    hosts = spark_hosts(specs.cluster)
     return spark_cluster_containers(deployment.cluster_name, specs.cluster.spark, image,
-                                    deployment.network("Spark's standalone cluster"),
-                                    (state_dir / "ca.pem").read_text())
+                                    HOST_NETWORK if hosts else deployment.network("Spark's standalone cluster"),
+                                    (state_dir / "ca.pem").read_text(), hosts)
 
 
 def container_specs(state_dir: Path, specs: SpecSet, consumers: Sequence[ConsumerSpec], image: str,
                     allow_reset: bool = False) -> list[ContainerSpec]:
     """The consumers' containers for the Docker cluster in `state_dir`: its network, its brokers' in-network
-    listener and CA, each consumer's job manifest (with `allow_reset`, allowed to reset its state to the
-    declared shape) and password read as the specs say (every missing one named at once, none shown)."""
+    listener (on hosts: the first Spark host's network, the brokers at their hosts' addresses) and CA, each
+    consumer's job manifest (with `allow_reset`, allowed to reset its state to the declared shape) and password
+    read as the specs say (every missing one named at once, none shown)."""
     deployment = _docker_deployment(state_dir)
-    bootstrap = network_bootstrap(n.name for n in deployment.nodes if "broker" in n.roles)
+    driver = next(iter(spark_hosts(specs.cluster)), None)
+    bootstrap = deployment.bootstrap if driver else network_bootstrap(
+        n.name for n in deployment.nodes if "broker" in n.roles)
+    network = HOST_NETWORK if driver else deployment.network("a consumer's container")
     ca_pem = (state_dir / "ca.pem").read_text()
     users = {u.name: u for u in specs.users}
     theirs = tuple({c.user: users[c.user] for c in consumers}.values())
@@ -75,9 +96,44 @@ def container_specs(state_dir: Path, specs: SpecSet, consumers: Sequence[Consume
     for consumer in consumers:
         manifest = consumer_manifest(consumer, specs, allow_reset, avro_writers(specs, state_dir, consumer))
         made.append(consumer_container(consumer, deployment.cluster_name, manifest_text(manifest), bootstrap,
-                                       manifest.mechanism, found[consumer.user] or "", ca_pem,
-                                       deployment.network("a consumer's container"), image))
+                                       manifest.mechanism, found[consumer.user] or "", ca_pem, network, image,
+                                       driver, specs.cluster.spark.shared_dir))
     return made
+
+
+#: Where a one-shot container sees the shared directory it prepares and checks.
+_SHARED = "/shared"
+
+
+def _one_shot(client: docker.DockerClient, image: str, directory: str, script: str, user: str) -> str:
+    output: bytes = client.containers.run(image, ["sh", "-c", script], user=user, network_mode="none", remove=True,
+                                          volumes={directory: {"bind": _SHARED, "mode": "rw"}})
+    return output.decode(errors="replace").strip()
+
+
+def prepare_hosts(state_dir: Path, specs: SpecSet, containers: Sequence[ContainerSpec]) -> None:
+    """On hosts, before anything starts: the image on every engine that runs one of `containers`, and
+    `spark.shared_dir` usable by every Spark host: made on the first (given to the containers' user, uid 1000,
+    where Docker just made it for root), then a token written there from the first host read back on each other.
+    A directory local to each host would let executors write checkpoint state and Parquet files the driver never
+    sees: refused, naming the host that does not see it."""
+    on_hosts = {c.host for c in containers if c.host}
+    if not on_hosts:
+        return
+    DockerRuntime(state_dir).require_image(containers[0].image, on_hosts)
+    directory, hosts = specs.cluster.spark.shared_dir, spark_hosts(specs.cluster)
+    if not directory:
+        return
+    on, image, uid = engines(state_dir), containers[0].image, f"{CONTAINER_UID}:{CONTAINER_UID}"
+    first = hosts[0]
+    _one_shot(on[first.name], image, directory, f'[ "$(stat -c %u {_SHARED})" != 0 ] || chown {uid} {_SHARED}', "0:0")
+    token, check = secrets.token_hex(8), f"{_SHARED}/.kraftform-shared"
+    _one_shot(on[first.name], image, directory, f"echo {token} > {check}", uid)
+    for host in hosts[1:]:
+        if _one_shot(on[host.name], image, directory, f"cat {check} 2>/dev/null || true", uid) != token:
+            raise UsageError(f"spark.shared_dir {directory} is not one shared file system: host {host.name!r} does "
+                             f"not see what host {first.name!r} wrote there; mount the same file system (NFS, ...) "
+                             f"at {directory} on every Spark host ({', '.join(h.name for h in hosts)})")
 
 
 @dataclass(frozen=True)
@@ -97,15 +153,20 @@ def _state(container: Container) -> ConsumerContainer:
                              state.get("ExitCode") if container.status == "exited" else None)
 
 
-def states(state_dir: Path, label: str = LABEL_CONSUMER) -> list[ConsumerContainer]:
-    """The consumers' containers (or, with LABEL_SPARK, the standalone master's and workers')."""
+def _attached(state_dir: Path, label: str) -> list[Container]:
     deployment = _docker_deployment(state_dir)
-    return [_state(c) for c in attached(docker_client(), deployment.cluster_name, label)]
+    return [c for client in engines(state_dir).values() for c in attached(client, deployment.cluster_name, label)]
 
 
-def position_inside(state: ConsumerContainer) -> str:
+def states(state_dir: Path, label: str = LABEL_CONSUMER) -> list[ConsumerContainer]:
+    """The consumers' containers (or, with LABEL_SPARK, the standalone master's and workers'), on every engine."""
+    return [_state(c) for c in _attached(state_dir, label)]
+
+
+def position_inside(state_dir: Path, state: ConsumerContainer) -> str:
     """What `consumers status` says inside the consumer's running container, where its checkpoint is."""
-    done = docker_client().containers.get(state.container).exec_run(
+    found = next(c for c in _attached(state_dir, LABEL_CONSUMER) if c.name == state.container)
+    done = found.exec_run(
         ["kraftform", "consumers", "status", "--name", state.consumer, "--job", JOB_FILE, "--command-config",
          CLIENT_CONFIG, "--data-dir", WORK_DIR])
     output: bytes = done.output
@@ -115,9 +176,10 @@ def position_inside(state: ConsumerContainer) -> str:
 def spark_cluster_up(state_dir: Path, containers: Sequence[ContainerSpec], timeout: float) -> None:
     """Start the standalone master and workers, keeping those already running this image (replacing a worker
     would kill the executors of every consumer on it), and wait until the master lists every worker."""
-    client = docker_client()
+    on = engines(state_dir)
     started = []
     for spec in containers:
+        client = on[spec.host]
         try:
             current = client.containers.get(spec.name)
             if current.status == "running" and spec.image in (current.image.tags if current.image else []):
@@ -185,9 +247,10 @@ def up(state_dir: Path, containers: Sequence[ContainerSpec], timeout: float | No
     """(Re)create and start the consumers' containers, keeping their volume; with a `timeout`, wait until each
     is healthy (its query runs and has finished a micro-batch), failing with the job's own last words if a
     container stops."""
-    client = docker_client()
+    on = engines(state_dir)
     started = []
     for spec in containers:
+        client = on[spec.host]
         remove_if_present(client, spec.name)
         started.append(create_container(client, spec))
         started[-1].start()
@@ -210,4 +273,5 @@ def down(state_dir: Path, purge: bool = False) -> list[str]:
     """Stop the consumers (SIGTERM: each stops its query between micro-batches) and the Spark standalone
     cluster, and remove their containers; with `purge`, their volume (checkpoints, output) too."""
     deployment = _docker_deployment(state_dir)
-    return remove_attached(docker_client(), deployment.cluster_name, [LABEL_CONSUMER, LABEL_SPARK], purge)
+    return sorted(name for client in engines(state_dir).values()
+                  for name in remove_attached(client, deployment.cluster_name, [LABEL_CONSUMER, LABEL_SPARK], purge))

@@ -235,7 +235,7 @@ class DockerRuntime:
             secrets = secrets or make_secrets(topo, addr, admin_password)
             image = self._image(cluster.kafka_version)
             specs = container_specs(topo, secrets, image)
-            self._require_image(image, {s.host for s in specs if s.host})
+            self.require_image(image, {s.host for s in specs if s.host})
             leftovers = [s.volume for s in specs
                          if self.engine(s.host).volumes.list(filters={"name": f"^{s.volume}$"})]
             if leftovers:
@@ -274,9 +274,10 @@ class DockerRuntime:
         return wait_healthy(dep.admin_config(self.state_dir), {n.node_id: n.name for n in topo.brokers}, timeout,
                             self.last_error, self.restart_node)
 
-    def _require_image(self, image: str, hosts: set[str]) -> None:
-        """Every host's engine has the nodes' image: kraftform builds images on this machine only, and never
-        copies one to a host it was given (`docker save IMAGE | docker -H ENDPOINT load` does, or a registry)."""
+    def require_image(self, image: str, hosts: set[str]) -> None:
+        """Every host's engine has `image` (the nodes', the consumers'): kraftform builds images on this machine
+        only, and never copies one to a host it was given (`docker save IMAGE | docker -H ENDPOINT load` does, or a
+        registry)."""
         for host in sorted(hosts):
             try:
                 self.engine(host).images.get(image)
@@ -311,7 +312,7 @@ class DockerRuntime:
         self.know(in_containers(cluster))
         spec = self._specs(cluster, dep.load_secrets(self.state_dir), cluster.kafka_version)[name]
         if spec.host:
-            self._require_image(spec.image, {spec.host})
+            self.require_image(spec.image, {spec.host})
         elif self.image is None:
             build_kafka(self.client, [], cluster.kafka_version)
         return spec
@@ -458,7 +459,7 @@ class DockerRuntime:
         """Containers attached to the cluster (consumers) first, then brokers (controlled shutdown needs the
         controllers), then controllers."""
         deployment = dep.load(self.state_dir)
-        beside = [] if dep.HOSTS in deployment.extra else attached(self.client, deployment.cluster_name)
+        beside = [c for client in self._every_engine(deployment) for c in attached(client, deployment.cluster_name)]
         for container in beside:
             with contextlib.suppress(NotFound):
                 container.stop(timeout=60)
@@ -468,6 +469,10 @@ class DockerRuntime:
                     with contextlib.suppress(NotFound):
                         self.engine(record.host).containers.get(record.handle).stop(timeout=30)
 
+    def _every_engine(self, deployment: dep.Deployment) -> list[docker.DockerClient]:
+        """Each engine the cluster's hosts have (this machine's, without hosts): where containers beside it run."""
+        return [self.engine(h) for h in json.loads(deployment.extra.get(dep.HOSTS, "{}"))] or [self.client]
+
     def down(self, purge: bool = False, keep_network: bool = False) -> None:
         """Stop; with `purge`, remove the containers, their volumes, the network (unless `keep_network`: Pulumi's
         own resource) and the state directory."""
@@ -475,8 +480,8 @@ class DockerRuntime:
         if not purge:
             return
         deployment = dep.load(self.state_dir)
-        if dep.HOSTS not in deployment.extra:  # nothing runs beside a cluster on hosts yet
-            remove_attached(self.client, deployment.cluster_name, [LABEL_CLUSTER], purge=True)
+        for engine in self._every_engine(deployment):  # consumers and Spark's standalone cluster beside it
+            remove_attached(engine, deployment.cluster_name, [LABEL_CLUSTER], purge=True)
         for record in deployment.nodes:
             client = self.engine(record.host)
             remove_if_present(client, record.handle)

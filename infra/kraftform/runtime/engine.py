@@ -103,16 +103,18 @@ def files_tar(spec: ContainerSpec) -> bytes:
 
 def create_container(client: docker.DockerClient, spec: ContainerSpec) -> Container:
     """Create (not start) one container with its files in place; its volume created if missing."""
-    try:
-        client.volumes.get(spec.volume)
-    except NotFound:
-        client.volumes.create(spec.volume, labels=dict(spec.labels))
+    if not spec.volume.startswith("/"):  # a path is a directory of the host's (a shared file system's), bound
+        try:
+            client.volumes.get(spec.volume)
+        except NotFound:
+            client.volumes.create(spec.volume, labels=dict(spec.labels))
     on_host = spec.network == HOST_NETWORK  # the host's own network: no hostname, alias or published port
     networking = None if on_host else client.api.create_networking_config(
         {spec.network: client.api.create_endpoint_config(aliases=list(spec.aliases))})
     response = client.api.create_container(
         spec.image, command=list(spec.command), name=spec.name, hostname=None if on_host else spec.hostname,
         user=spec.user, labels=dict(spec.labels), ports=[p.container_port for p in spec.ports],
+        environment=dict(spec.env) or None,
         healthcheck=engine_healthcheck(spec.healthcheck),
         host_config=client.api.create_host_config(
             binds={spec.volume: {"bind": spec.volume_path, "mode": "rw"}},

@@ -14,9 +14,19 @@ on a named volume that outlives the container, so a redeployed consumer continue
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+
 from kraftform.cluster.connection import Connection
-from kraftform.cluster.containers import LABEL_CLUSTER, ContainerFile, ContainerSpec, Healthcheck
-from kraftform.specset.model import ConsumerSpec, SparkSpec
+from kraftform.cluster.containers import (
+    HOST_NETWORK,
+    LABEL_CLUSTER,
+    LABEL_HOST,
+    ContainerFile,
+    ContainerSpec,
+    Healthcheck,
+)
+from kraftform.specset.model import ConsumerSpec, Host, SparkSpec
 
 SPARK_VENV = "/opt/kraftform/venv"
 SPARK_CACHE = "/opt/kraftform/cache"
@@ -42,6 +52,20 @@ SPARK_MASTER_UI_PORT = 8080
 SPARK_WORKER_UI_PORT = 8081
 
 
+def on_host(host: Host | None) -> Mapping[str, str]:
+    """What a Spark process in its host's own network is told, so it binds to and advertises the host's address:
+    the master, a worker (and the executors it starts) or a driver; nothing off hosts."""
+    return {"SPARK_LOCAL_IP": host.address, "SPARK_LOCAL_HOSTNAME": host.address} if host else {}
+
+
+def _placed(spec: ContainerSpec, host: Host | None, shared_dir: str) -> ContainerSpec:
+    """`spec` on `host`'s engine and network, its data in `shared_dir` (a path on the host) when given."""
+    if host is None:
+        return spec
+    return dataclasses.replace(spec, network=HOST_NETWORK, aliases=(), host=host.name, env=on_host(host),
+                               volume=shared_dir or spec.volume, labels={**spec.labels, LABEL_HOST: host.name})
+
+
 def spark_master_name(cluster: str) -> str:
     """The standalone master's container, host name and network alias."""
     return f"{cluster}-spark-master"
@@ -59,10 +83,12 @@ def consumers_volume(cluster: str) -> str:
 
 
 def consumer_container(consumer: ConsumerSpec, cluster: str, job: str, bootstrap: str, mechanism: str,
-                       password: str, ca_pem: str, network: str, image: str) -> ContainerSpec:
+                       password: str, ca_pem: str, network: str, image: str, host: Host | None = None,
+                       shared_dir: str = "") -> ContainerSpec:
     """One consumer running `kraftform consumers run --job` (on the master its manifest names) against
-    `bootstrap`, the brokers' in-network listener. `job` is the consumer's manifest (`spark.manifest`): the
-    container holds nothing else of the specs, so an edit elsewhere leaves it untouched."""
+    `bootstrap`, the brokers' in-network listener (on `host`: their hosts' addresses, from its network, its data in
+    `shared_dir` when given). `job` is the consumer's manifest (`spark.manifest`): the container holds nothing
+    else of the specs, so an edit elsewhere leaves it untouched."""
     name = container_name(cluster, consumer.name)
     client = Connection.scram(bootstrap, consumer.user, password, mechanism, CA_FILE).java_properties(
         f"consumer {consumer.name}: its own login, over the brokers' in-network listener")
@@ -75,12 +101,13 @@ def consumer_container(consumer: ConsumerSpec, cluster: str, job: str, bootstrap
     # same container restarted after its job failed) is healthy only once its own run finished a micro-batch.
     check = Healthcheck(("CMD", "sh", "-c", f'test -n "$(find {HEARTBEAT} -mmin -{STALE_AFTER_MIN} 2>/dev/null)"'),
                         interval_s=5, timeout_s=5, retries=3, start_period_s=START_PERIOD_S)
-    return ContainerSpec(
+    return _placed(ContainerSpec(
         name=name, hostname=name, image=image,
         command=("kraftform", "consumers", "run", consumer.name, "--job", JOB_FILE, "--command-config",
                  CLIENT_CONFIG, "--data-dir", WORK_DIR, "--heartbeat", HEARTBEAT),
         network=network, aliases=(name,), volume=consumers_volume(cluster), volume_path=WORK_DIR,
-        files=files, healthcheck=check, labels={LABEL_CLUSTER: cluster, LABEL_CONSUMER: consumer.name})
+        files=files, healthcheck=check, labels={LABEL_CLUSTER: cluster, LABEL_CONSUMER: consumer.name}),
+        host, shared_dir)
 
 
 def _probe(url: str, condition: str) -> tuple[str, ...]:
@@ -90,32 +117,42 @@ def _probe(url: str, condition: str) -> tuple[str, ...]:
     return ("CMD", "python", "-c", script)
 
 
-def spark_cluster_containers(cluster: str, spark: SparkSpec, image: str, network: str, ca_pem: str
-                             ) -> tuple[ContainerSpec, ...]:
+def spark_cluster_containers(cluster: str, spark: SparkSpec, image: str, network: str, ca_pem: str,
+                             hosts: tuple[Host, ...] = ()) -> tuple[ContainerSpec, ...]:
     """A Spark standalone master and `spark.workers` workers from the consumers' image, for `master:
     standalone`. Workers mount the consumers' volume at the same path (executors write checkpoint state and
     Parquet files where the driver reads them) and hold the cluster's CA where the consumers do (executors
-    read Kafka with the driver's options, the truststore path among them)."""
+    read Kafka with the driver's options, the truststore path among them). On `hosts` (`specset.hosts.spark_hosts`):
+    the master on the first, a worker on each, every one in its host's network at its address, all mounting
+    `spark.shared_dir`."""
     master = spark_master_name(cluster)
+    first = hosts[0] if hosts else None
+    master_host = first.address if first else master
 
-    def node(name: str, role: str, command: tuple[str, ...], ready: tuple[str, ...]) -> ContainerSpec:
-        return ContainerSpec(name=name, hostname=name, image=image, command=("spark-class", *command),
-                             network=network, aliases=(name,), volume=consumers_volume(cluster),
-                             volume_path=WORK_DIR, files=(ContainerFile(CA_FILE, ca_pem),),
-                             healthcheck=Healthcheck(ready, start_period_s=10),
-                             labels={LABEL_CLUSTER: cluster, LABEL_SPARK: role})
+    def node(name: str, role: str, command: tuple[str, ...], ready: tuple[str, ...], host: Host | None
+             ) -> ContainerSpec:
+        return _placed(ContainerSpec(name=name, hostname=name, image=image, command=("spark-class", *command),
+                                     network=network, aliases=(name,), volume=consumers_volume(cluster),
+                                     volume_path=WORK_DIR, files=(ContainerFile(CA_FILE, ca_pem),),
+                                     healthcheck=Healthcheck(ready, start_period_s=10),
+                                     labels={LABEL_CLUSTER: cluster, LABEL_SPARK: role}), host, spark.shared_dir)
 
-    made = [node(master, "master", ("org.apache.spark.deploy.master.Master", "--host", master, "--port",
+    # The master's UI answers on its host's address there (SPARK_LOCAL_IP), on every interface in its own container.
+    status = f"http://{master_host if first else 'localhost'}:{SPARK_MASTER_UI_PORT}/json/"
+    made = [node(master, "master", ("org.apache.spark.deploy.master.Master", "--host", master_host, "--port",
                                     str(SPARK_MASTER_PORT), "--webui-port", str(SPARK_MASTER_UI_PORT)),
-                 _probe(f"http://localhost:{SPARK_MASTER_UI_PORT}/json/", "j['status'] == 'ALIVE'"))]
-    for index in range(spark.workers):
-        name = f"{cluster}-spark-worker-{index}"
+                 _probe(status, "j['status'] == 'ALIVE'"), first)]
+    workers: tuple[tuple[str, Host | None], ...] = tuple(
+        (f"{cluster}-spark-worker-{h.name}", h) for h in hosts) or tuple(
+        (f"{cluster}-spark-worker-{index}", None) for index in range(spark.workers))
+    for name, host in workers:
+        address = host.address if host else name
         made.append(node(
             name, "worker",
-            ("org.apache.spark.deploy.worker.Worker", "--host", name, "--cores", str(spark.worker_cores),
+            ("org.apache.spark.deploy.worker.Worker", "--host", address, "--cores", str(spark.worker_cores),
              "--memory", f"{spark.worker_memory_bytes // 2**20}m", "--webui-port", str(SPARK_WORKER_UI_PORT),
-             "--work-dir", f"{WORK_DIR}/spark-work/{name}", f"spark://{master}:{SPARK_MASTER_PORT}"),
+             "--work-dir", f"{WORK_DIR}/spark-work/{name}", f"spark://{master_host}:{SPARK_MASTER_PORT}"),
             # Healthy once the master lists it alive: registered, with its cores to offer.
-            _probe(f"http://{master}:{SPARK_MASTER_UI_PORT}/json/",
-                   f"any(w['host'] == {name!r} and w['state'] == 'ALIVE' for w in j['workers'])")))
+            _probe(f"http://{master_host}:{SPARK_MASTER_UI_PORT}/json/",
+                   f"any(w['host'] == {address!r} and w['state'] == 'ALIVE' for w in j['workers'])"), host))
     return tuple(made)

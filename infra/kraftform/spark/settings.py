@@ -20,6 +20,7 @@ from typing import Literal
 
 from kraftform.spark.containers import SPARK_MASTER_PORT, spark_master_name
 from kraftform.spark.query import QueryFacts, analyze
+from kraftform.specset.hosts import spark_hosts
 from kraftform.specset.model import REALTIME, ClusterSpec, ConsumerSpec, SpecSet
 from kraftform.units import parse_duration_ms
 
@@ -85,11 +86,13 @@ class JobSettings:
 
 def master_url(cluster: ClusterSpec, cores: int) -> str:
     """The master a consumer's job is submitted to: a local master with its cores, the standalone master
-    kraftform runs beside the cluster (in Docker, by its container name), or an existing one."""
+    kraftform runs beside the cluster (in Docker, by its container name; on hosts, at the first Spark host's
+    address), or an existing one."""
     if cluster.spark.master == "local":
         return f"local[{cores}]"
     if cluster.spark.master == "standalone":
-        return f"spark://{spark_master_name(cluster.name)}:{SPARK_MASTER_PORT}"
+        on = spark_hosts(cluster)
+        return f"spark://{on[0].address if on else spark_master_name(cluster.name)}:{SPARK_MASTER_PORT}"
     return cluster.spark.master
 
 

@@ -224,8 +224,28 @@ class Builder:
         d = entry.data.get("spark", {})
         memory = self._convert(parse_size, d["worker_memory"], entry.at("spark", "worker_memory")) \
             if "worker_memory" in d else None
-        given: dict[str, Any] = {**present(d, "master", "workers", "worker_cores"),
-                                 **({"worker_memory_bytes": memory} if memory is not None else {})}
+        given: dict[str, Any] = {**present(d, "master", "workers", "worker_cores", "shared_dir"),
+                                 **({"worker_memory_bytes": memory} if memory is not None else {}),
+                                 "hosts": tuple(d.get("hosts", ()))}
+        hosts = [h["name"] for h in entry.data.get("hosts") or ()]
+        for i, name in enumerate(d.get("hosts", ())):
+            if hosts and name not in hosts:
+                self.problems.append(Problem(entry.at("spark", "hosts", i),
+                                             f"no host {name!r} in cluster.hosts ({', '.join(hosts)})"))
+        if not hosts:
+            self.problems.extend(Problem(entry.at("spark", key), f"spark.{key} places Spark on cluster.hosts, and this "
+                                                                 f"cluster has none") for key in ("hosts", "shared_dir")
+                                 if key in d)
+        elif d.get("master", "local") == "standalone":
+            if "workers" in d:
+                self.problems.append(Problem(entry.at("spark", "workers"), "on cluster.hosts, a worker runs on each of "
+                                             "spark.hosts (every host when unset); remove spark.workers"))
+            if "shared_dir" not in d:
+                self.problems.append(Problem(entry.at("spark"), "a standalone Spark on cluster.hosts needs "
+                                             "spark.shared_dir: a directory every Spark host mounts at that path from "
+                                             "one shared file system (NFS, ...), where executors on one host write "
+                                             "checkpoint state and Parquet files the driver on another reads"))
+            given["workers"] = len(d.get("hosts") or hosts)
         return SparkSpec(**given)
 
     def _load(self, entry: Entry) -> Load | None:

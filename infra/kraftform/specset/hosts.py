@@ -72,6 +72,13 @@ def node_hosts(c: ClusterSpec) -> dict[str, Host]:
     return {n.name: h for n in laid_out_nodes(c) if (h := host_of_node(c, n)) is not None}
 
 
+def spark_hosts(c: ClusterSpec) -> tuple[Host, ...]:
+    """The hosts running Spark (`spark.hosts`, else every host): a standalone worker each; the first also runs the
+    master and the consumers' containers. Empty for a cluster on one machine."""
+    named = {h.name: h for h in c.hosts}
+    return tuple(named[n] for n in c.spark.hosts if n in named) or c.hosts
+
+
 @dataclass(frozen=True)
 class TopicLoss:
     """One topic (or the defaults a topic gets) with the host gone: replicas left against what writes need."""

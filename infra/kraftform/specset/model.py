@@ -145,6 +145,13 @@ class SparkSpec:
     workers: int = 2
     worker_cores: int = 2
     worker_memory_bytes: int = 2 * 1024**3
+    #: On a cluster with hosts: the hosts that run a standalone worker (none given: every host); the master and the
+    #: consumers' containers (their drivers) run on the first.
+    hosts: tuple[str, ...] = ()
+    #: On a cluster with hosts: a directory every Spark host mounts, at this same path, from one shared file system
+    #: (NFS, ...): checkpoints, state and Parquet output, which executors on one host write and the driver on another
+    #: reads. "": each container's volume on its own host (enough for a local master).
+    shared_dir: str = ""
 
 
 #: Node ids a host may list; brokers are 1..99 and dedicated controllers 1001..1009 on a cluster with hosts, whose

@@ -18,10 +18,13 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pyarrow.dataset as ds
 import pytest
 import yaml
+from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka.admin import NewTopic
 
 from kraftform.cluster.containers import LABEL_HOST
@@ -29,6 +32,8 @@ from kraftform.declared import load_specs
 from kraftform.kafka.health import wait_healthy
 from kraftform.runtime.deployment import admin_config, load
 from kraftform.runtime.docker_engine import DockerRuntime
+from kraftform.runtime.engine import docker_client
+from kraftform.runtime.images import build_spark
 from kraftform.runtime.monitoring import running
 
 from ..runtime.conftest import Day2, Producer, fixture_specs, read_values, roll_killed_and_resumed
@@ -168,6 +173,89 @@ def test_a_host_added_with_its_rack_takes_a_broker_and_its_share_then_is_drained
     assert _containers(d) == {} and d.docker("volume", "ls", "-q").stdout.strip() == ""
     assert _replicas_on(on_hosts, 4) == 0
     assert on_hosts.kraftform("plan").returncode == 0
+
+
+#: The consumer run on hosts a and b: its own SCRAM login, read from this variable as the specs say.
+READER_PASSWORD_ENV = "KRAFTFORM_PASSWORD_HOSTS_READER"
+EVENTS, READER, RECORDS = "hosts.events", "hosts-reader", 3000
+
+
+def _consumer_specs(day2: Day2, shared: Path) -> None:
+    """A topic, the consumer's user and ACLs, the consumer (two cores: one executor on each of the two one-core
+    workers) with a Parquet sink, and Spark standalone on hosts a and b over `shared`."""
+    day2.edit(spark={"master": "standalone", "hosts": ["a", "b"], "shared_dir": str(shared), "worker_cores": 1,
+                     "worker_memory": "1GiB"})
+    sections: dict[str, object] = {
+        "topics": [{"name": EVENTS, "partitions": 4, "replication_factor": 3}],
+        "users": [{"name": READER, "password": {"env": READER_PASSWORD_ENV}}],
+        "acls": [{"principal": f"User:{READER}", "resource": {"type": "topic", "name": EVENTS},
+                  "operations": ["read", "describe"]},
+                 {"principal": f"User:{READER}", "resource": {"type": "group", "name": READER, "pattern": "prefixed"},
+                  "operations": ["read"]}],
+        "consumers": [{"name": READER, "topics": [EVENTS], "user": READER, "starting_offsets": "earliest",
+                       "trigger": "1s", "cores": 2, "value": {"format": "json", "schema": "n INT"},
+                       "query": "SELECT n, partition, offset FROM input",
+                       "sink": {"type": "parquet", "path": "events"}}],
+    }
+    for section, items in sections.items():
+        (day2.specs / f"{section}.yaml").write_text(yaml.safe_dump({section: items}))
+
+
+def _rows(shared: Path) -> list[dict[str, object]]:
+    """What the consumer's Parquet sink holds, read from the shared directory (every committed batch's files)."""
+    found = [d for d in shared.rglob("events") if d.is_dir()]
+    files = sorted(str(f) for d in found for f in d.rglob("*.parquet"))
+    return ds.dataset(files, format="parquet").to_table().to_pylist() if files else []
+
+
+def test_a_consumer_runs_its_executors_on_two_hosts_and_every_record_reaches_its_sink(
+        on_hosts: Day2, three_hosts: list[harness.Host]) -> None:
+    """`consumers up` on hosts: the standalone master on host a with a worker on a and b, the consumer's driver on a;
+    its two executors (a core each) run one on each host, write Parquet files to the directory both hosts share, and
+    the driver commits every batch: each record produced is in the sink once."""
+    a, b = three_hosts[:2]
+    image = build_spark(docker_client(), [])
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda h: harness.load_image(h, image), (a, b)))
+    shared = on_hosts.state.parent / "shared"
+    _consumer_specs(on_hosts, shared)
+    os.environ[READER_PASSWORD_ENV] = "hosts-reader-secret-1"  # the later tests' applies read it too
+    applied = on_hosts.kraftform("apply", "--auto-approve")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    producer = ConfluentProducer({**admin_config(on_hosts.state).librdkafka(), "acks": "all"})
+    for i in range(RECORDS):
+        producer.produce(EVENTS, json.dumps({"n": i}).encode())
+    assert producer.flush(60) == 0
+    up = subprocess.run(["kraftform", "consumers", "up", str(on_hosts.specs), "--state-dir", str(on_hosts.state),
+                         "--image", image, "--timeout", "600"], capture_output=True, text=True, timeout=900,
+                        check=False)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert "Spark standalone master kfhosts-spark-master with 2 worker(s): up" in up.stdout
+        assert _spark_containers(a) == {"kfhosts-spark-master", "kfhosts-spark-worker-a", f"kfhosts-consumer-{READER}"}
+        assert _spark_containers(b) == {"kfhosts-spark-worker-b"}
+        with urllib.request.urlopen(f"http://{a.address}:8080/json/", timeout=10) as response:
+            master = json.load(response)
+        assert [(app["name"], app["cores"]) for app in master["activeapps"]] == [(f"kraftform-{READER}", 2)]
+        # A core taken on each host's worker: the consumer's executors run on both.
+        assert sorted(w["host"] for w in master["workers"] if w["coresused"] == 1) == [a.address, b.address]
+        _until(f"all {RECORDS} records in the sink", 300, lambda: len(_rows(shared)) >= RECORDS)
+        rows = _rows(shared)
+        assert sorted(int(str(r["n"])) for r in rows) == list(range(RECORDS))  # each once
+    finally:
+        down = subprocess.run(["kraftform", "consumers", "down", "--state-dir", str(on_hosts.state), "--purge"],
+                              capture_output=True, text=True, timeout=300, check=False)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert _spark_containers(a) == _spark_containers(b) == set()
+    planned = on_hosts.kraftform("plan")
+    assert planned.returncode == 0 and "No changes" in planned.stdout, planned.stdout + planned.stderr
+
+
+def _spark_containers(host: harness.Host) -> set[str]:
+    """The consumers' and Spark's containers on a host's engine."""
+    out = host.docker("ps", "-a", "--filter", "label=dev.kraftform.cluster=kfhosts", "--format",
+                      '{{.Names}} {{.Label "dev.kraftform.node"}}').stdout
+    return {line.split()[0] for line in out.splitlines() if len(line.split()) == 1}
 
 
 def _status(day2: Day2) -> subprocess.CompletedProcess[str]:

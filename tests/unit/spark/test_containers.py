@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import javaproperties
 
+from kraftform.cluster.containers import HOST_NETWORK
 from kraftform.declared import load_specs
 from kraftform.spark.containers import (
     CLIENT_CONFIG,
@@ -16,7 +17,7 @@ from kraftform.spark.containers import (
     spark_cluster_containers,
     spark_master_name,
 )
-from kraftform.specset.model import SparkSpec
+from kraftform.specset.model import Host, SparkSpec
 
 from ...conftest import EXAMPLE_SPECS
 
@@ -66,3 +67,24 @@ def test_a_standalone_cluster_is_a_master_and_workers_sharing_the_consumers_volu
                for s in (master, *workers))  # executors read Kafka with the driver's truststore path
     assert worker.healthcheck is not None and "platform-spark-worker-0" in worker.healthcheck.test[-1]
     assert {s.labels["dev.kraftform.spark"] for s in (master, *workers)} == {"master", "worker"}
+
+
+def test_on_hosts_the_master_runs_on_the_first_spark_host_a_worker_on_each_all_on_the_shared_dir() -> None:
+    hosts = (Host("a", "unix:///run/a.sock", "10.0.0.1"), Host("b", "unix:///run/b.sock", "10.0.0.2"))
+    spark = SparkSpec(master="standalone", workers=2, worker_cores=1, shared_dir="/mnt/kf")
+    master, *workers = spark_cluster_containers("platform", spark, "kraftform/spark:4.2.0-abc", HOST_NETWORK,
+                                                "CA PEM", hosts)
+    assert (master.host, master.command[-6:-2]) == ("a", ("--host", "10.0.0.1", "--port", "7077"))
+    assert [(w.name, w.host) for w in workers] == [("platform-spark-worker-a", "a"), ("platform-spark-worker-b", "b")]
+    assert workers[1].command[2:4] == ("--host", "10.0.0.2") and workers[1].command[-1] == "spark://10.0.0.1:7077"
+    for spec, host in zip((master, *workers), (hosts[0], *hosts), strict=True):
+        # In the host's own network, bound to and advertising its address (the executors a worker starts too).
+        assert (spec.network, spec.aliases, spec.labels["dev.kraftform.host"]) == (HOST_NETWORK, (), host.name)
+        assert spec.env == {"SPARK_LOCAL_IP": host.address, "SPARK_LOCAL_HOSTNAME": host.address}
+        assert (spec.volume, spec.volume_path) == ("/mnt/kf", WORK_DIR)
+    assert workers[1].healthcheck is not None and "http://10.0.0.1:8080/json/" in workers[1].healthcheck.test[-1]
+    consumer = next(c for c in load_specs(EXAMPLE_SPECS).consumers if c.name == "fraud-scoring")
+    driver = consumer_container(consumer, "platform", "{}", "10.0.0.1:29092,10.0.0.2:29093", "SCRAM-SHA-512", "pw",
+                                "CA PEM", HOST_NETWORK, "kraftform/spark:4.2.0-abc", hosts[0], "/mnt/kf")
+    assert (driver.host, driver.network, driver.volume, driver.env["SPARK_LOCAL_IP"]) == (
+        "a", HOST_NETWORK, "/mnt/kf", "10.0.0.1")

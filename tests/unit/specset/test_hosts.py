@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from kraftform.declared import load_specs
 from kraftform.errors import SpecError
-from kraftform.specset.hosts import host_losses, laid_out_nodes, layout, replicas_on_host
+from kraftform.spark.settings import master_url
+from kraftform.specset.hosts import host_losses, laid_out_nodes, layout, replicas_on_host, spark_hosts
 from kraftform.specset.model import ClusterSpec, Host
 
 from ...conftest import SpecsCopy, edit
@@ -138,3 +139,36 @@ def test_replicas_on_a_host_never_exceed_what_its_racks_and_brokers_can_hold(
         assert held == min(rf, brokers)
     if not names:
         assert held == min(rf, len(ids))
+
+
+def test_spark_on_hosts_a_worker_on_each_spark_host_the_master_on_the_first(specs_copy: SpecsCopy) -> None:
+    specs = with_hosts(specs_copy(), THREE_HOSTS + """\
+  spark: {master: standalone, hosts: [host-b, host-c], shared_dir: /mnt/kraftform, worker_cores: 1}
+""")
+    cluster = load_specs(specs).cluster
+    assert [h.name for h in spark_hosts(cluster)] == ["host-b", "host-c"]
+    assert cluster.spark.workers == 2  # one per Spark host
+    assert master_url(cluster, 2) == "spark://10.0.0.2:7077"
+    edit(specs / "cluster.yaml", "hosts: [host-b, host-c], ", "")
+    everywhere = load_specs(specs).cluster
+    assert [h.name for h in spark_hosts(everywhere)] == ["host-a", "host-b", "host-c"]
+    assert everywhere.spark.workers == 3
+
+
+def test_spark_on_hosts_refused_without_a_shared_dir_with_a_worker_count_or_naming_no_host(
+        specs_copy: SpecsCopy) -> None:
+    specs = with_hosts(specs_copy(), THREE_HOSTS + """\
+  spark: {master: standalone, workers: 4, hosts: [host-b, host-z]}
+""")
+    found = problems(specs)
+    assert ("on cluster.hosts, a worker runs on each of spark.hosts (every host when unset); remove spark.workers"
+            in found)
+    assert "no host 'host-z' in cluster.hosts (host-a, host-b, host-c)" in found
+    assert any(p.startswith("a standalone Spark on cluster.hosts needs spark.shared_dir") for p in found), found
+    # Without hosts, the host-only fields are refused, not ignored.
+    alone = specs_copy("alone")
+    edit(alone / "cluster.yaml", "  storage_per_broker: 4TiB\n",
+         "  storage_per_broker: 4TiB\n  spark: {master: standalone, hosts: [a], shared_dir: /mnt/x}\n")
+    assert sorted(problems(alone)) == [
+        "spark.hosts places Spark on cluster.hosts, and this cluster has none",
+        "spark.shared_dir places Spark on cluster.hosts, and this cluster has none"]

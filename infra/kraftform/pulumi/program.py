@@ -326,8 +326,8 @@ def build(cfg: StackConfig) -> Stack:
         if beside:
             raise pulumi.RunError(f"{specs.cluster.hosts[0].location}: cluster.hosts: the stack places the nodes on "
                                   f"their hosts, but not yet what runs beside them: {', '.join(beside)}; nothing was "
-                                  f"deployed (`kraftform consumers up` and `kraftform monitoring up` run consumers "
-                                  f"and monitoring beside a cluster on hosts: docs/hosts.md)")
+                                  f"deployed (`kraftform connect up`, `consumers up` and `monitoring up` run Connect "
+                                  f"workers, consumers and monitoring beside a cluster on hosts: docs/hosts.md)")
     if cfg.mode == "docker":
         cluster = KafkaCluster(specs.cluster.name, specs.cluster, stack_image(cfg.image, specs.cluster.kafka_version),
                                cfg.admin_password)

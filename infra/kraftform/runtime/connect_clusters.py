@@ -35,6 +35,7 @@ from kraftform.runtime.connect import (
     stop_recorded,
 )
 from kraftform.runtime.connect_containers import LABEL_CONNECT, ConnectDeployment, DockerConnectWorkers
+from kraftform.runtime.docker_engine import host_engines, recorded_addresses
 from kraftform.runtime.engine import docker_client
 from kraftform.specset.model import ConnectSpec, SpecSet
 from kraftform.statefiles import read_json
@@ -52,13 +53,18 @@ class DockerStateWorkers(ConnectWorkers):
         deployment = dep.load(self.state_dir)
         made = self._secrets()
         brokers = [n.name for n in deployment.nodes if "broker" in n.roles]
-        d = ConnectDeployment(self.spec, deployment.cluster_name, deployment.network("a Connect worker"),
-                              deployment.extra["image"], network_bootstrap(brokers),
+        # On hosts: the hosts the records keep, by name, the workers spread over them in that order; the brokers at
+        # their hosts' addresses.
+        hosts = tuple(sorted(recorded_addresses(deployment).items()))
+        network = "" if hosts else deployment.network("a Connect worker")
+        d = ConnectDeployment(self.spec, deployment.cluster_name, network,
+                              deployment.extra["image"], deployment.bootstrap if hosts else network_bootstrap(brokers),
                               dep.load_secrets(self.state_dir).ca, password, made["rest_password"],
                               made["store_password"], dict(logins or {}),
                               {name: environment.get(name, "") for name in self.spec.environment_names}
-                              if environment is not None else {})
-        return DockerConnectWorkers(docker_client(), d, str(dep.admin_config(self.state_dir).ca_path))
+                              if environment is not None else {}, hosts)
+        engines = host_engines(self.state_dir) if hosts else {}
+        return DockerConnectWorkers(docker_client(), d, str(dep.admin_config(self.state_dir).ca_path), engines)
 
     def _recorded_logins(self) -> dict[str, str]:
         return {u: text for u in self.spec.connector_users if (text := _read(self.logins_dir / u)) is not None}
@@ -98,7 +104,8 @@ class DockerStateWorkers(ConnectWorkers):
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def running(self) -> list[WorkerRecord]:
-        return [WorkerRecord(i, "127.0.0.1", rest_port(self.spec, i), 0) for i in self._docker().running()]
+        workers = self._docker()
+        return [WorkerRecord(i, workers.d.address(i), rest_port(self.spec, i), 0) for i in workers.running()]
 
 
 def connect_workers(state_dir: Path, spec: ConnectSpec) -> ConnectWorkers:
@@ -116,7 +123,8 @@ def _recorded_containers(state_dir: Path, name: str, running_only: bool) -> list
                                          f"{LABEL_CONNECT}={name}"]}
     if running_only:
         filters["status"] = "running"
-    return list(docker_client().containers.list(all=not running_only, filters=filters))
+    return [c for client in host_engines(state_dir).values()
+            for c in client.containers.list(all=not running_only, filters=filters)]
 
 
 def workers_logins(state_dir: Path) -> dict[str, OwnLogin]:

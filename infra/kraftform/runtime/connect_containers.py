@@ -10,7 +10,10 @@ the next goes) and which is as declared.
 
 Workers reach Kafka on the network's internal listener as the Connect cluster's user; their REST API is TLS (a
 certificate from the cluster's CA naming the container and 127.0.0.1) behind basic authentication, published on
-127.0.0.1 at the declared port and the next ones. Connector secrets (`${env:NAME}`) are in a file only the
+127.0.0.1 at the declared port and the next ones. Beside a cluster on hosts (`cluster.hosts`), worker i runs on host
+i mod the hosts, in that host's network: it reaches the brokers at their hosts' addresses and serves its REST API
+on its host's address (which its certificate names and the other workers forward to), so losing a host loses only
+its workers. Connector secrets (`${env:NAME}`) are in a file only the
 worker's user reads, exported into the worker's environment as it starts: not in the container's configuration,
 which anyone who can `docker inspect` reads.
 """
@@ -43,7 +46,7 @@ from kraftform.cluster.connect import (
     worker_properties_text,
 )
 from kraftform.cluster.connection import SASL_SSL, Connection
-from kraftform.cluster.containers import CONTAINER_UID, LABEL_CLUSTER
+from kraftform.cluster.containers import CONTAINER_UID, HOST_NETWORK, LABEL_CLUSTER, LABEL_HOST
 from kraftform.connect.rest import ConnectRest
 from kraftform.errors import ClusterUnhealthy
 from kraftform.runtime.connect import (
@@ -98,9 +101,21 @@ class ConnectDeployment:
     store_password: str = field(repr=False)
     logins: Mapping[str, str] = field(default_factory=dict, repr=False)
     environment: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: The cluster's hosts as (name, address), in the specs' order: worker i on host i mod their number. Empty: the
+    #: network `network` on one engine.
+    hosts: tuple[tuple[str, str], ...] = ()
 
     def name(self, index: int) -> str:
         return worker_container(self.cluster, self.spec.name, index)
+
+    def host(self, index: int) -> tuple[str, str] | None:
+        """The (name, address) of the host worker `index` runs on; None off hosts."""
+        return self.hosts[index % len(self.hosts)] if self.hosts else None
+
+    def address(self, index: int) -> str:
+        """Where kraftform (and the other workers) reach worker `index`'s REST API."""
+        host = self.host(index)
+        return host[1] if host else "127.0.0.1"
 
     @staticmethod
     def files() -> WorkerFiles:
@@ -117,8 +132,9 @@ class ConnectDeployment:
     def properties(self, index: int, plugins: Mapping[str, Path]) -> dict[str, str]:
         kafka = Connection(self.bootstrap, SASL_SSL, self.spec.mechanism, self.spec.user, self.password, CA_FILE).java()
         paths = tuple(f"{PLUGINS}/{name}" for name in plugins if name not in CLASS_PATH_PLUGINS)
-        return worker_properties(self.spec, index, self.name(index), kafka, self.files(), self.store_password, paths,
-                                 bind="0.0.0.0")
+        host = self.host(index)
+        return worker_properties(self.spec, index, host[1] if host else self.name(index), kafka, self.files(),
+                                 self.store_password, paths, bind=None if host else "0.0.0.0")
 
     def command(self) -> list[str]:
         files = self.files()
@@ -171,15 +187,23 @@ class DockerConnectWorkers:
     """The worker containers of one Connect cluster on a Docker engine. `ca_path`: the cluster CA's PEM file, which
     kraftform's REST client checks the workers' certificates against."""
 
-    def __init__(self, client: docker.DockerClient, deployment: ConnectDeployment, ca_path: str) -> None:
+    def __init__(self, client: docker.DockerClient, deployment: ConnectDeployment, ca_path: str,
+                 engines: Mapping[str, docker.DockerClient] | None = None) -> None:
+        """`engines`: each host's engine by its name, for a deployment on hosts; `client` runs the rest."""
         self.client = client
         self.d = deployment
         self.ca_path = ca_path
+        self.engines = dict(engines or {})
+
+    def engine(self, index: int) -> docker.DockerClient:
+        host = self.d.host(index)
+        return self.engines[host[0]] if host else self.client
 
     def containers(self) -> dict[int, Container]:
-        """This Connect cluster's worker containers by index, running or not (those past the declared count too)."""
-        found = self.client.containers.list(all=True, filters={"label": [
-            f"{LABEL_CLUSTER}={self.d.cluster}", f"{LABEL_CONNECT}={self.d.spec.name}"]})
+        """This Connect cluster's worker containers by index, running or not (those past the declared count too), on
+        every engine."""
+        found = [c for client in (self.engines.values() or [self.client]) for c in client.containers.list(
+            all=True, filters={"label": [f"{LABEL_CLUSTER}={self.d.cluster}", f"{LABEL_CONNECT}={self.d.spec.name}"]})]
         return {int(c.name.rsplit("-", 1)[1]): c for c in found if c.name}
 
     def running(self) -> list[int]:
@@ -206,8 +230,8 @@ class DockerConnectWorkers:
         leader where it must) through its published port, TLS checked against the cluster's CA."""
         if index is None:
             index = next(iter(self.running()), 0)
-        return ConnectRest(f"https://127.0.0.1:{rest_port(self.d.spec, index)}", REST_USER, self.d.rest_password,
-                           self.ca_path, timeout)
+        return ConnectRest(f"https://{self.d.address(index)}:{rest_port(self.d.spec, index)}", REST_USER,
+                           self.d.rest_password, self.ca_path, timeout)
 
     def stale_logins(self) -> frozenset[str]:
         """The connector users whose password some running worker does not have, or has not restarted their
@@ -267,7 +291,7 @@ class DockerConnectWorkers:
                 progress(f"{self.d.spec.name}: making worker {index} again (its configuration changed) ...")
                 self._remove(container)
             else:
-                progress(f"{self.d.spec.name}: starting worker {index} on https://127.0.0.1:"
+                progress(f"{self.d.spec.name}: starting worker {index} on https://{self.d.address(index)}:"
                          f"{rest_port(self.d.spec, index)} ...")
             self._create(index, digest, plugins, home).start()
             self._wait_up(index, timeout)
@@ -276,25 +300,29 @@ class DockerConnectWorkers:
             self._remove(extra)
 
     def _create(self, index: int, digest: str, plugins: Mapping[str, Path], home: Path) -> Container:
-        d, name = self.d, self.d.name(index)
+        d, name, client, host = self.d, self.d.name(index), self.engine(index), self.d.host(index)
         with contextlib.suppress(NotFound):
-            self.client.containers.get(name).remove(force=True)
-        pair = issue(d.ca, f"{d.spec.name} Connect worker {index}", [name, "localhost"], ["127.0.0.1"])
+            client.containers.get(name).remove(force=True)
+        pair = issue(d.ca, f"{d.spec.name} Connect worker {index}", [name, "localhost"],
+                     ["127.0.0.1", *([host[1]] if host else [])])
         files = d.files()
         entries = {path: (content.encode(), mode) for path, (content, mode) in d.text_files(index, plugins).items()}
         entries |= {files.keystore: (pkcs12_keystore(pair, d.store_password), 0o600),
                     files.truststore: (pkcs12_truststore(d.ca.cert_pem, d.store_password), 0o644)}
         port = rest_port(d.spec, index)
-        labels = {LABEL_CLUSTER: d.cluster, LABEL_CONNECT: d.spec.name, LABEL_DIGEST: digest}
-        networking = self.client.api.create_networking_config({d.network: self.client.api.create_endpoint_config(
-            aliases=[name])})
-        response = self.client.api.create_container(
-            d.image, entrypoint=d.command(), name=name, hostname=name,
-            user=f"{CONTAINER_UID}:{CONTAINER_UID}", labels=labels, ports=[port],
-            host_config=self.client.api.create_host_config(port_bindings={port: ("127.0.0.1", port)},
-                                                           restart_policy={"Name": "unless-stopped"}),
+        labels = {LABEL_CLUSTER: d.cluster, LABEL_CONNECT: d.spec.name, LABEL_DIGEST: digest,
+                  **({LABEL_HOST: host[0]} if host else {})}
+        # On a host: its own network, where the worker listens on the host's address (no bridge, nothing published).
+        networking = None if host else client.api.create_networking_config(
+            {d.network: client.api.create_endpoint_config(aliases=[name])})
+        response = client.api.create_container(
+            d.image, entrypoint=d.command(), name=name, hostname=None if host else name,
+            user=f"{CONTAINER_UID}:{CONTAINER_UID}", labels=labels, ports=[] if host else [port],
+            host_config=client.api.create_host_config(
+                port_bindings={} if host else {port: ("127.0.0.1", port)}, restart_policy={"Name": "unless-stopped"},
+                network_mode=HOST_NETWORK if host else None),
             networking_config=networking)
-        container = self.client.containers.get(response["Id"])
+        container = client.containers.get(response["Id"])
         trees = {HOME: home, **{f"{PLUGINS}/{n}": p for n, p in plugins.items()}}
         container.put_archive("/", owned_tar(entries, trees, (files.logins, APPLIED_LOGINS)))
         return container
@@ -308,7 +336,7 @@ class DockerConnectWorkers:
         name = self.d.name(index)
 
         def answered() -> None:
-            container = self.client.containers.get(name)
+            container = self.engine(index).containers.get(name)
             # Docker starts a worker that stops on an error again (its restart policy): one restart is a failure.
             if container.status in ("exited", "dead", "restarting") or container.attrs.get("RestartCount"):
                 log = container.logs(tail=200).decode(errors="replace")

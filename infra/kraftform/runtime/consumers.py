@@ -10,7 +10,6 @@ shared directory's contents), so the job continues from its checkpoint; `down --
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from kraftform.cluster.containers import CONTAINER_UID, HOST_NETWORK, ContainerS
 from kraftform.errors import ClusterUnhealthy, UsageError
 from kraftform.kafka.credentials import passwords, require_passwords
 from kraftform.runtime import deployment as dep
-from kraftform.runtime.docker_engine import DockerRuntime
+from kraftform.runtime.docker_engine import DockerRuntime, host_engines
 from kraftform.runtime.engine import attached, create_container, docker_client, remove_attached, remove_if_present
 from kraftform.runtime.registry import avro_writers
 from kraftform.spark.containers import (
@@ -55,11 +54,9 @@ def _docker_deployment(state_dir: Path) -> dep.Deployment:
 
 
 def engines(state_dir: Path) -> dict[str, docker.DockerClient]:
-    """Host name -> its engine, for every host of the cluster in `state_dir`; {"": this machine's} without hosts."""
-    deployment = _docker_deployment(state_dir)
-    runtime = DockerRuntime(state_dir)
-    return {host: runtime.engine(host) for host in json.loads(deployment.extra.get(dep.HOSTS, "{}"))} or {
-        "": runtime.client}
+    """Host name -> its engine (`docker_engine.host_engines`), for a cluster of the Docker runtime."""
+    _docker_deployment(state_dir)
+    return host_engines(state_dir)
 
 
 def spark_cluster_specs(state_dir: Path, specs: SpecSet, image: str) -> tuple[ContainerSpec, ...]:

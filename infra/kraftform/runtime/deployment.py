@@ -69,7 +69,8 @@ class Deployment:
 
     def network(self, what: str) -> str:
         """The Docker network `what` (consumers, Connect workers, the registry) joins beside the nodes; refused for a
-        cluster on several hosts, whose nodes are on their hosts' own networks and have no such network."""
+        cluster on several hosts, whose nodes are on their hosts' own networks and have no such network (what runs
+        beside them there uses its host's network instead)."""
         if HOSTS in self.extra:
             raise UsageError(f"cluster {self.cluster_name!r} runs on hosts (cluster.hosts): {what} beside it in "
                              f"Docker is not placed on hosts yet; run it where it reaches the brokers' addresses "

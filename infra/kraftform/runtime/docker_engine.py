@@ -117,8 +117,28 @@ def recovered(client: docker.DockerClient, cluster: str) -> tuple[list[dep.NodeR
 
 
 def hosts_json(hosts: Iterable[Host]) -> str:
-    return json.dumps({h.name: {"docker": h.docker, "tls": [h.tls.ca, h.tls.cert, h.tls.key] if h.tls else None}
-                       for h in hosts}, sort_keys=True)
+    return json.dumps({h.name: {"docker": h.docker, "tls": [h.tls.ca, h.tls.cert, h.tls.key] if h.tls else None,
+                                "address": h.address} for h in hosts}, sort_keys=True)
+
+
+def recorded_addresses(deployment: dep.Deployment) -> dict[str, str]:
+    """Host name -> its address, for the hosts the records name (containers beside the nodes run there too)."""
+    hosts = json.loads(deployment.extra.get(dep.HOSTS, "{}"))
+    unknown = sorted(name for name, h in hosts.items() if not h.get("address"))
+    if unknown:
+        raise UsageError(f"the records of cluster {deployment.cluster_name!r} lack the address of host(s) "
+                         f"{', '.join(unknown)} (kept since this kraftform); `kraftform cluster up` with its specs "
+                         f"records them")
+    return {name: str(h["address"]) for name, h in hosts.items()}
+
+
+def host_engines(state_dir: Path, runtime: DockerRuntime | None = None) -> dict[str, docker.DockerClient]:
+    """Host name -> its engine (`runtime`'s clients, if given), for every host the records of the cluster in
+    `state_dir` name; {"": this machine's} for a cluster without hosts. Where containers beside the nodes
+    (consumers, Spark, Connect workers) are."""
+    runtime = runtime or DockerRuntime(state_dir)
+    return {h: runtime.engine(h) for h in json.loads(dep.load(state_dir).extra.get(dep.HOSTS, "{}"))} or {
+        "": runtime.client}
 
 
 def _host_names(cluster: ClusterSpec) -> dict[str, str]:
@@ -459,7 +479,8 @@ class DockerRuntime:
         """Containers attached to the cluster (consumers) first, then brokers (controlled shutdown needs the
         controllers), then controllers."""
         deployment = dep.load(self.state_dir)
-        beside = [c for client in self._every_engine(deployment) for c in attached(client, deployment.cluster_name)]
+        beside = [c for client in host_engines(self.state_dir, self).values()
+                  for c in attached(client, deployment.cluster_name)]
         for container in beside:
             with contextlib.suppress(NotFound):
                 container.stop(timeout=60)
@@ -469,10 +490,6 @@ class DockerRuntime:
                     with contextlib.suppress(NotFound):
                         self.engine(record.host).containers.get(record.handle).stop(timeout=30)
 
-    def _every_engine(self, deployment: dep.Deployment) -> list[docker.DockerClient]:
-        """Each engine the cluster's hosts have (this machine's, without hosts): where containers beside it run."""
-        return [self.engine(h) for h in json.loads(deployment.extra.get(dep.HOSTS, "{}"))] or [self.client]
-
     def down(self, purge: bool = False, keep_network: bool = False) -> None:
         """Stop; with `purge`, remove the containers, their volumes, the network (unless `keep_network`: Pulumi's
         own resource) and the state directory."""
@@ -480,7 +497,7 @@ class DockerRuntime:
         if not purge:
             return
         deployment = dep.load(self.state_dir)
-        for engine in self._every_engine(deployment):  # consumers and Spark's standalone cluster beside it
+        for engine in host_engines(self.state_dir, self).values():  # consumers, Spark, Connect workers beside it
             remove_attached(engine, deployment.cluster_name, [LABEL_CLUSTER], purge=True)
         for record in deployment.nodes:
             client = self.engine(record.host)

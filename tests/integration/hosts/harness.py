@@ -12,6 +12,10 @@ Why each step is as it is:
   container on one host never reaches another host (the machine itself, whose packets are not forwarded, does);
 - the machine keeps an address on the bridge (the last one of the range): kraftform's CLI, run on the machine,
   reaches the hosts' published ports as an operator's workstation would;
+- each host also runs its own `sshd` (Debian's) on its address, whose sessions get `DOCKER_HOST` set to the host's
+  engine (`SetEnv`): `ssh://root@ADDRESS` reaches that engine as on a real machine (`docker system dial-stdio`
+  there). The machine's ssh client finds the harness's key and known hosts through one file in
+  /etc/ssh/ssh_config.d that names the hosts' range only; it is removed with the rest;
 - teardown removes every container through its engine first (a container ignoring SIGTERM holds its engine's
   shutdown for its stop timeout), then stops the engine, kills what is left in the namespace, unmounts what the
   engine mounted under its roots, and removes the roots, the namespaces, the links and the rule: nothing is left.
@@ -32,6 +36,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
 from kraftform.cluster.certificates import issue, make_ca
 
 #: Everything the harness makes is named with this prefix (interfaces: 15 characters at most).
@@ -48,6 +55,11 @@ TCP_PORT = 2376
 TLS = RUN / "tls"
 #: The machine's client certificate for the engines' TCP endpoints: CA, certificate, key.
 CLIENT_TLS = (TLS / "ca.pem", TLS / "client.pem", TLS / "client-key.pem")
+#: The hosts' sshd: one host key, the machine's client key, authorized keys and known hosts.
+SSH = RUN / "ssh"
+#: How the machine's ssh client finds them for the hosts' range (and no other address).
+SSH_CLIENT_CONFIG = Path("/etc/ssh/ssh_config.d/kraftform-hosts.conf")
+SSHD = "/usr/sbin/sshd"
 
 
 @dataclass(frozen=True)
@@ -92,12 +104,21 @@ class Host:
         return f"tcp://{self.address}:{TCP_PORT}"
 
     @property
+    def ssh_endpoint(self) -> str:
+        """The same engine through the host's sshd, as a real machine's `ssh://` endpoint."""
+        return f"ssh://root@{self.address}"
+
+    @property
     def server_tls(self) -> tuple[Path, Path]:
         return TLS / f"{self.name}.pem", TLS / f"{self.name}-key.pem"
 
     @property
     def pidfile(self) -> Path:
         return self.exec_root / "docker.pid"
+
+    @property
+    def sshd_pidfile(self) -> Path:
+        return self.exec_root / "sshd.pid"
 
     def docker(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """The docker CLI against this host's engine."""
@@ -142,6 +163,7 @@ def up(names: Iterable[str], images: Iterable[str] = ()) -> list[Host]:
     _run(["ip", "link", "set", BRIDGE, "up"])
     _run(["iptables", "-I", *FORWARD_RULE])
     _make_tls(made)
+    _make_ssh(made)
     for host in made:
         _run(["ip", "netns", "add", host.netns])
         _run(["ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.netns])
@@ -152,6 +174,7 @@ def up(names: Iterable[str], images: Iterable[str] = ()) -> list[Host]:
         _start_engine(host)
     for host in made:
         _wait_engine(host)
+        _start_sshd(host)
     with ThreadPoolExecutor(len(made) or 1) as pool:  # one load per engine at once: 19 s for Kafka's, not 40
         for done in [pool.submit(load_image, host, image) for host in made for image in images]:
             done.result()
@@ -167,9 +190,10 @@ def kill(host: Host) -> None:
 
 
 def start_engine(host: Host) -> None:
-    """The host's engine started again (after `kill`), waited for."""
+    """The host back (after `kill`): its engine started again, waited for, and its sshd."""
     _start_engine(host)
     _wait_engine(host)
+    _start_sshd(host)
 
 
 def cut(host: Host, connected: bool = False) -> None:
@@ -189,6 +213,41 @@ def _make_tls(made: list[Host]) -> None:
     for path, content in files.items():
         path.write_text(content)
         path.chmod(0o600)
+
+
+def _make_ssh(made: list[Host]) -> None:
+    """The hosts' host key, the machine's client key (authorized on every host), the known hosts, and the client
+    configuration for the hosts' range."""
+    SSH.mkdir(parents=True, exist_ok=True)
+    SSH.chmod(0o700)
+    keys = {}
+    for name in ("host_key", "client_key"):
+        key = ed25519.Ed25519PrivateKey.generate()
+        (SSH / name).write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                                   serialization.NoEncryption()))
+        (SSH / name).chmod(0o600)
+        keys[name] = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                                   serialization.PublicFormat.OpenSSH).decode()
+    (SSH / "authorized_keys").write_text(keys["client_key"] + "\n")
+    (SSH / "known_hosts").write_text("".join(f"{h.address} {keys['host_key']}\n" for h in made))
+    SSH_CLIENT_CONFIG.write_text(
+        f"# kraftform's hosts harness (tests/integration/hosts/harness.py); removed by its `down`.\n"
+        f"Host {NETWORK.network_address.exploded.rsplit('.', 1)[0]}.*\n"
+        f"  IdentityFile {SSH / 'client_key'}\n  IdentitiesOnly yes\n  UserKnownHostsFile {SSH / 'known_hosts'}\n"
+        f"  StrictHostKeyChecking yes\n  BatchMode yes\n")
+    for host in made:
+        (host.exec_root).mkdir(parents=True, exist_ok=True)
+        (host.exec_root / "sshd_config").write_text("".join(f"{line}\n" for line in (
+            f"ListenAddress {host.address}:22", f"HostKey {SSH / 'host_key'}",
+            f"AuthorizedKeysFile {SSH / 'authorized_keys'}", f"PidFile {host.sshd_pidfile}",
+            "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+            "UsePAM no", "StrictModes no", f"SetEnv DOCKER_HOST={host.docker_host}")))
+
+
+def _start_sshd(host: Host) -> None:
+    """The host's sshd in its namespace (it detaches; `kill` and `down` end it with the namespace's processes)."""
+    Path("/run/sshd").mkdir(exist_ok=True)  # its privilege separation directory
+    _run(["nsenter", f"--net=/run/netns/{host.netns}", SSHD, "-f", str(host.exec_root / "sshd_config")])
 
 
 def _start_engine(host: Host) -> None:
@@ -251,9 +310,10 @@ def down() -> None:
             ids = host.docker("ps", "-aq", check=False, timeout=60).stdout.split()
             if ids:
                 host.docker("rm", "-f", *ids, check=False, timeout=120)
-        if host.pidfile.exists():
-            with contextlib.suppress(ValueError, ProcessLookupError):
-                os.kill(int(host.pidfile.read_text().strip()), signal.SIGTERM)
+        for pidfile in (host.pidfile, host.sshd_pidfile):
+            if pidfile.exists():
+                with contextlib.suppress(ValueError, ProcessLookupError):
+                    os.kill(int(pidfile.read_text().strip()), signal.SIGTERM)
         deadline = time.monotonic() + 30
         while _pids_in(netns) and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -267,6 +327,7 @@ def down() -> None:
         _run(["ip", "netns", "del", netns], check=False)
     shutil.rmtree(ROOT, ignore_errors=True)
     shutil.rmtree(RUN, ignore_errors=True)
+    SSH_CLIENT_CONFIG.unlink(missing_ok=True)
     links = _run(["ip", "-o", "link", "show"]).stdout
     for line in links.splitlines():
         link = line.split(":")[1].strip().split("@")[0]
@@ -284,6 +345,7 @@ def leftovers() -> list[str]:
               if line.split(":")[1].strip().startswith(PREFIX)]
     found += [f"mount {m}" for m in _mounts_under([ROOT, RUN])]
     found += [f"directory {d}" for d in (ROOT, RUN) if d.exists()]
+    found += [f"file {SSH_CLIENT_CONFIG}"] if SSH_CLIENT_CONFIG.exists() else []
     if _run(["iptables", "-C", *FORWARD_RULE], check=False).returncode == 0:
         found.append("iptables rule " + " ".join(FORWARD_RULE))
     engines = _run(["pgrep", "-af", "--", f"--data-root {ROOT}"], check=False).stdout.strip()

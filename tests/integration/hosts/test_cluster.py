@@ -1,9 +1,10 @@
-"""A cluster on three hosts (the harness's: each its own network namespace and Docker engine), a rack each: each host
-runs a controller and a broker, reached at the host's address; a host lost (its engine and every process on it
-SIGKILLed) and a host cut off (its link down) each leave the cluster taking acks=all writes with nothing
-acknowledged lost, `status` naming the host and exiting 2 and the host's alert firing on a real Prometheus (`kraftform
-monitoring up`, scraping each node at its host's address); the host back, the alert resolves, `apply` converges and
-the plan is empty.
+"""A cluster on three hosts (the harness's: each its own network namespace and Docker engine, reached by its socket,
+by tcp:// with a client certificate (b) and by ssh:// (c)), a rack each: each host runs a controller and a broker,
+reached at the host's address; a host lost (its engine and every process on it SIGKILLed) and a host cut off (its
+link down) each leave the cluster taking acks=all writes with nothing acknowledged lost, `status` naming the host
+and exiting 2 and the host's alert firing on a real Prometheus (`kraftform monitoring up`, scraping each node at its
+host's address); the host back, the alert resolves, `apply` converges and the plan is empty. A consumer runs its
+executors on two hosts' Spark workers.
 
 The tests run in order on one cluster, each leaving it healthy and matching its specs for the next.
 """
@@ -49,11 +50,16 @@ SCRAPE_S, MAX_FOR_S = 2, 4
 
 
 def _hosts_section(hosts: list[harness.Host]) -> list[dict[str, object]]:
-    """Each host by its engine's socket, host b by its TCP endpoint with the harness's client certificate."""
+    """Each host by its engine's socket, host b by its TCP endpoint with the harness's client certificate, host c by
+    ssh (the machine's ssh client, through c's sshd)."""
     ca, cert, key = (str(p) for p in harness.CLIENT_TLS)
-    return [{"name": h.name, "address": h.address, "racks": [f"rack-{h.name}"],
-             **({"docker": h.tcp_endpoint, "tls": {"ca": ca, "cert": cert, "key": key}} if h.name == "b"
-                else {"docker": h.docker_host})} for h in hosts]
+
+    def endpoint(h: harness.Host) -> dict[str, object]:
+        if h.name == "b":
+            return {"docker": h.tcp_endpoint, "tls": {"ca": ca, "cert": cert, "key": key}}
+        return {"docker": h.ssh_endpoint if h.name == "c" else h.docker_host}
+
+    return [{"name": h.name, "address": h.address, "racks": [f"rack-{h.name}"], **endpoint(h)} for h in hosts]
 
 
 @pytest.fixture(scope="module")
@@ -249,6 +255,73 @@ def test_a_consumer_runs_its_executors_on_two_hosts_and_every_record_reaches_its
     assert _spark_containers(a) == _spark_containers(b) == set()
     planned = on_hosts.kraftform("plan")
     assert planned.returncode == 0 and "No changes" in planned.stdout, planned.stdout + planned.stderr
+
+
+CONNECT, CONNECT_PASSWORD_ENV = "hosts-connect", "KRAFTFORM_PASSWORD_HOSTS_CONNECT"
+CONNECT_PORT, SINK_FILE = 28083, "/tmp/hosts-events.txt"
+
+
+def _connect(day2: Day2, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["kraftform", "connect", *args, str(day2.specs), "--state-dir", str(day2.state)],
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+def _sunk(hosts: list[harness.Host]) -> int:
+    """Lines the Connect sink wrote, in whichever workers' containers (on whichever host) ran its task."""
+    lines = 0
+    for host in hosts:
+        for name in host.docker("ps", "-q", "--filter", f"label=dev.kraftform.connect={CONNECT}").stdout.split():
+            lines += len(host.docker("exec", name, "cat", SINK_FILE, check=False).stdout.splitlines())
+    return lines
+
+
+def test_connect_workers_spread_over_the_hosts_and_a_sink_reads_every_record(
+        on_hosts: Day2, three_hosts: list[harness.Host]) -> None:
+    """`connect up` beside the cluster on hosts: worker 0 on host a, worker 1 on host b, each in its host's network
+    serving its REST API on its host's address (its certificate names it; kraftform and the other worker reach it
+    there); a sink connector applied through them writes every record of the topic the consumer read."""
+    a, b = three_hosts[:2]
+    users = yaml.safe_load((on_hosts.specs / "users.yaml").read_text())["users"]
+    (on_hosts.specs / "users.yaml").write_text(yaml.safe_dump({"users": [
+        *users, {"name": CONNECT, "password": {"env": CONNECT_PASSWORD_ENV}}]}))
+    (on_hosts.specs / "connect.yaml").write_text(yaml.safe_dump({"connect": [{
+        "name": CONNECT, "user": CONNECT, "workers": 2, "rest_port": CONNECT_PORT,
+        "internal_topics": {"offsets_partitions": 1, "status_partitions": 1},
+        "config": {"offset.flush.interval.ms": 1000},
+        "connectors": [{"name": "events-file", "class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                        "type": "sink", "topics": [EVENTS], "config": {"file": SINK_FILE}}]}]}))
+    os.environ[CONNECT_PASSWORD_ENV] = "hosts-connect-secret-1"
+    try:
+        applied = on_hosts.kraftform("apply", "--auto-approve")  # the internal topics, the user, its grants
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        up = _connect(on_hosts, "up")
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert f"https://{a.address}:{CONNECT_PORT}" in up.stdout + up.stderr
+        assert f"https://{b.address}:{CONNECT_PORT + 1}" in up.stdout + up.stderr
+        assert _labelled(a, CONNECT) == {f"kfhosts-connect-{CONNECT}-0"}
+        assert _labelled(b, CONNECT) == {f"kfhosts-connect-{CONNECT}-1"}
+        connected = _connect(on_hosts, "apply", "--auto-approve")
+        assert connected.returncode == 0, connected.stdout + connected.stderr
+        status = _connect(on_hosts, "status")
+        assert status.returncode == 0 and "2 of 2 worker(s) running" in status.stdout, status.stdout + status.stderr
+        _until(f"the sink to hold all {RECORDS} records", 180, lambda: _sunk([a, b]) >= RECORDS)
+        assert _sunk([a, b]) == RECORDS
+    finally:
+        down = _connect(on_hosts, "down", "--purge")
+        # Decommissioned as a user would: its section and user out of the specs, its grants and user deleted.
+        (on_hosts.specs / "connect.yaml").unlink()
+        (on_hosts.specs / "users.yaml").write_text(yaml.safe_dump({"users": users}))
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert _labelled(a, CONNECT) == _labelled(b, CONNECT) == set()
+    removed = on_hosts.kraftform("apply", "--auto-approve", "--allow-destructive")
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    planned = on_hosts.kraftform("plan")
+    assert planned.returncode == 0 and "No changes" in planned.stdout, planned.stdout + planned.stderr
+
+
+def _labelled(host: harness.Host, connect: str) -> set[str]:
+    out = host.docker("ps", "-a", "--filter", f"label=dev.kraftform.connect={connect}", "--format", "{{.Names}}").stdout
+    return set(out.split())
 
 
 def _spark_containers(host: harness.Host) -> set[str]:

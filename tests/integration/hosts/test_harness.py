@@ -1,5 +1,6 @@
 """The harness the multi-host tests run on: three hosts, each a network namespace with its own Docker engine and an
-address only the bridge between them carries. A container one host publishes on its address is reached from
+address only the bridge between them carries, reached by its socket, by TCP with a client certificate and by
+ssh. A container one host publishes on its address is reached from
 the other hosts' containers and from the machine; a host whose link is cut is not, and is again once it is back;
 `down` leaves nothing behind."""
 
@@ -45,6 +46,9 @@ def test_three_hosts_each_with_its_engine_reach_each_other_across_the_bridge_alo
     with pytest.raises(EnvironmentMissing) as refused:
         host_client("a", a.tcp_endpoint)
     assert str(refused.value).startswith("host 'a': no Docker engine answers at tcp://10.231.0.1:2376")
+    # Each engine through its host's sshd too (the machine's own ssh client, the harness's key): that host's engine.
+    over_ssh = host_client("c", c.ssh_endpoint).info()
+    assert over_ssh["DockerRootDir"] in (str(c.data_root / "docker"), str(c.data_root))
     # One engine's containers are its own: the others do not see them.
     a.docker("run", "-d", "--name", "answer", "-p", f"{a.address}:{PORT}:{PORT}", "kraftform/debian:trixie", "perl",
              "-e", SERVER % (PORT, "host a"))

@@ -247,8 +247,8 @@ def test_a_stack_on_hosts_refuses_what_it_does_not_place_there_yet_naming_where(
     message = str(refused.value)
     assert message.startswith(f"{specs / 'cluster.yaml'}:") and message.endswith(
         "the stack places the nodes on their hosts, but not yet what runs beside them: consumers in containers; "
-        "nothing was deployed (`kraftform consumers up` and `kraftform monitoring up` run consumers and monitoring "
-        "beside a cluster on hosts: docs/hosts.md)")
+        "nothing was deployed (`kraftform connect up`, `consumers up` and `monitoring up` run Connect workers, "
+        "consumers and monitoring beside a cluster on hosts: docs/hosts.md)")
 
 
 @pulumi_test

@@ -55,3 +55,24 @@ def test_a_workers_container_records_what_its_tasks_read_beside_its_logins_and_a
     assert not APPLIED_LOGINS.startswith(first.files().logins + "/")
     assert second.text_files(0, plugins)[f"{APPLIED_LOGINS}/orders-cdc"] != marker
     assert first.digest(0, plugins) == second.digest(0, plugins)
+
+
+def test_on_hosts_worker_i_runs_on_host_i_mod_their_number_serving_its_rest_api_on_its_address() -> None:
+    from kraftform.cluster.certificates import KeyPair
+    from kraftform.runtime.connect_containers import ConnectDeployment
+
+    spread = ConnectDeployment(SPEC, "kf", "", "image", "10.0.0.1:29092,10.0.0.2:29093", KeyPair("cert", "key"),
+                               "workers-pw", "rest-pw", "store-pw", hosts=(("a", "10.0.0.1"), ("b", "10.0.0.2")))
+    assert [spread.host(i) for i in range(3)] == [("a", "10.0.0.1"), ("b", "10.0.0.2"), ("a", "10.0.0.1")]
+    plugins: dict[str, Path] = {}
+    props = spread.properties(1, plugins)
+    port = SPEC.rest_port + 1
+    assert props["listeners"] == f"https://10.0.0.2:{port}" and props["rest.advertised.host.name"] == "10.0.0.2"
+    assert props["bootstrap.servers"] == "10.0.0.1:29092,10.0.0.2:29093"
+    # Off hosts: the container's name on the cluster's network, every interface in its container, kraftform on
+    # the port published on loopback.
+    alone = ConnectDeployment(SPEC, "kf", "kf-net", "image", "b:9093", KeyPair("cert", "key"), "workers-pw",
+                              "rest-pw", "store-pw")
+    props = alone.properties(1, plugins)
+    assert props["listeners"] == f"https://0.0.0.0:{port}" and props["rest.advertised.host.name"] == "kf-connect-cdc-1"
+    assert (alone.host(1), alone.address(1), spread.address(1)) == (None, "127.0.0.1", "10.0.0.2")

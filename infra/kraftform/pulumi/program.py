@@ -323,6 +323,14 @@ def build(cfg: StackConfig) -> Stack:
             ("the schema registry", specs.registry is not None and not specs.registry.external),
             ("consumers in containers", cfg.deploys_consumers and bool(specs.consumers)),
             ("kraftform:monitoring", cfg.monitoring)) if there]
+        over_ssh = [h for h in specs.cluster.hosts if h.docker.startswith("ssh://")]
+        if over_ssh:
+            # The node work runs in the dynamic providers' process, where docker-py's ssh connections close without an
+            # answer (found with a real engine and in the provider host); the CLI's reach the same engines.
+            raise pulumi.RunError(f"{over_ssh[0].location}: host {over_ssh[0].name!r}: an ssh:// Docker endpoint is "
+                                  f"not supported under `pulumi up` yet; give the host a tcp:// endpoint with TLS "
+                                  f"client certificates, or run the cluster with `kraftform cluster up --runtime "
+                                  f"docker`; nothing was deployed (docs/hosts.md)")
         if beside:
             raise pulumi.RunError(f"{specs.cluster.hosts[0].location}: cluster.hosts: the stack places the nodes on "
                                   f"their hosts, but not yet what runs beside them: {', '.join(beside)}; nothing was "

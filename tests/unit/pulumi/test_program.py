@@ -20,10 +20,13 @@ from kraftform.pulumi.program import StackConfig, build
 from kraftform.spark.manifest import read_manifest
 
 from ...conftest import EXAMPLE_SPECS, SpecsCopy
-from ..specset.test_hosts import with_hosts
+from ..specset.test_hosts import THREE_HOSTS, with_hosts
 from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, Mocks, RecordingMonitor, built_stack, pulumi_test, start
 
 MONITOR: RecordingMonitor | None = None
+#: The stack refuses ssh:// endpoints (`test_a_stack_refuses_an_ssh_host_naming_it`): host b by TCP with TLS instead.
+STACK_HOSTS = THREE_HOSTS.replace('docker: "ssh://ops@10.0.0.2"', 'docker: "tcp://10.0.0.2:2376", tls: {ca: ca.pem, '
+                                  'cert: cert.pem, key: key.pem}')
 
 
 def nodes_resource(mocks: Mocks) -> Any:
@@ -240,8 +243,16 @@ def test_every_missing_password_is_named_at_once_and_nothing_is_declared() -> No
 
 
 
-def test_a_stack_on_hosts_refuses_what_it_does_not_place_there_yet_naming_where(specs_copy: SpecsCopy) -> None:
+def test_a_stack_refuses_an_ssh_host_naming_it(specs_copy: SpecsCopy) -> None:
     specs = with_hosts(specs_copy())
+    with pytest.raises(pulumi.RunError) as refused, built_stack("dev-hosts", lambda: StackConfig(specs)):
+        pass
+    assert str(refused.value).startswith(f"{specs / 'cluster.yaml'}:") and "host 'host-b': an ssh:// Docker endpoint " \
+        "is not supported under `pulumi up` yet; give the host a tcp:// endpoint" in str(refused.value)
+
+
+def test_a_stack_on_hosts_refuses_what_it_does_not_place_there_yet_naming_where(specs_copy: SpecsCopy) -> None:
+    specs = with_hosts(specs_copy(), STACK_HOSTS)
     with pytest.raises(pulumi.RunError) as refused, built_stack("dev-hosts", lambda: StackConfig(specs)):
         pass
     message = str(refused.value)
@@ -254,13 +265,15 @@ def test_a_stack_on_hosts_refuses_what_it_does_not_place_there_yet_naming_where(
 @pulumi_test
 def test_a_stack_on_hosts_has_a_docker_provider_per_host_and_the_image_looked_for_on_each(
         specs_copy: SpecsCopy) -> Any:
-    specs = with_hosts(specs_copy())
+    specs = with_hosts(specs_copy(), STACK_HOSTS)
     (specs / "consumers.yaml").unlink()
+    for name in ("ca.pem", "cert.pem", "key.pem"):  # host b's client certificate, read when the program runs
+        (specs / name).write_text(f"PEM {name}")
 
     def check(_: Any) -> None:
         providers = {r.name: r.inputs["host"] for r in mocks.of_type("pulumi:providers:docker")}
         assert providers == {"platform-host-a": "unix:///run/a/docker.sock",
-                             "platform-host-b": "ssh://ops@10.0.0.2", "platform-host-c": "unix:///run/c/docker.sock"}
+                             "platform-host-b": "tcp://10.0.0.2:2376", "platform-host-c": "unix:///run/c/docker.sock"}
         images = {r.name: r.provider for r in mocks.of_type("docker:index/remoteImage:RemoteImage")}
         assert set(images) == {f"platform-image-host-{h}" for h in "abc"}
         assert all(f"platform-host-{name[-1]}" in (provider or "") for name, provider in images.items())

@@ -63,8 +63,10 @@ class DockerStateWorkers(ConnectWorkers):
                               made["store_password"], dict(logins or {}),
                               {name: environment.get(name, "") for name in self.spec.environment_names}
                               if environment is not None else {}, hosts)
+        # On hosts every worker is on a host's engine: this machine need not run one.
         engines = host_engines(self.state_dir) if hosts else {}
-        return DockerConnectWorkers(docker_client(), d, str(dep.admin_config(self.state_dir).ca_path), engines)
+        client = next(iter(engines.values())) if engines else docker_client()
+        return DockerConnectWorkers(client, d, str(dep.admin_config(self.state_dir).ca_path), engines)
 
     def _recorded_logins(self) -> dict[str, str]:
         return {u: text for u in self.spec.connector_users if (text := _read(self.logins_dir / u)) is not None}

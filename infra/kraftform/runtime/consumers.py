@@ -10,13 +10,15 @@ shared directory's contents), so the job continues from its checkpoint; `down --
 
 from __future__ import annotations
 
+import posixpath
 import secrets
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
-from docker.errors import NotFound
+from docker.errors import ContainerError, NotFound
 from docker.models.containers import Container
 
 from kraftform.cluster.containers import CONTAINER_UID, HOST_NETWORK, ContainerSpec, network_bootstrap
@@ -111,7 +113,7 @@ def _one_shot(client: docker.DockerClient, image: str, directory: str, script: s
 def prepare_hosts(state_dir: Path, specs: SpecSet, containers: Sequence[ContainerSpec]) -> None:
     """On hosts, before anything starts: the image on every engine that runs one of `containers`, and
     `spark.shared_dir` usable by every Spark host: made on the first (given to the containers' user, uid 1000,
-    where Docker just made it for root), then a token written there from the first host read back on each other.
+    only when it made it, empty), then a token written there from the first host read back on each other.
     A directory local to each host would let executors write checkpoint state and Parquet files the driver never
     sees: refused, naming the host that does not see it."""
     on_hosts = {c.host for c in containers if c.host}
@@ -123,9 +125,19 @@ def prepare_hosts(state_dir: Path, specs: SpecSet, containers: Sequence[Containe
         return
     on, image, uid = engines(state_dir), containers[0].image, f"{CONTAINER_UID}:{CONTAINER_UID}"
     first = hosts[0]
-    _one_shot(on[first.name], image, directory, f'[ "$(stat -c %u {_SHARED})" != 0 ] || chown {uid} {_SHARED}', "0:0")
+    # Given to the containers' user only when made here, empty: never a directory that was there before (a spec
+    # naming /etc would otherwise hand it over; validate refuses system paths too).
+    parent, name = posixpath.split(directory.rstrip("/"))
+    inside = shlex.quote(f"{_SHARED}/{name}")
+    _one_shot(on[first.name], image, parent, f"[ -e {inside} ] || {{ mkdir {inside} && chown {uid} {inside}; }}",
+              "0:0")
     token, check = secrets.token_hex(8), f"{_SHARED}/.kraftform-shared"
-    _one_shot(on[first.name], image, directory, f"echo {token} > {check}", uid)
+    try:
+        _one_shot(on[first.name], image, directory, f"echo {token} > {check}", uid)
+    except ContainerError:
+        raise UsageError(f"spark.shared_dir {directory} on host {first.name!r} is not writable by uid "
+                         f"{CONTAINER_UID}, the user Spark's containers run as; kraftform gives a directory to that "
+                         f"user only when it makes it: give it yourself (chown {uid} {directory})") from None
     for host in hosts[1:]:
         if _one_shot(on[host.name], image, directory, f"cat {check} 2>/dev/null || true", uid) != token:
             raise UsageError(f"spark.shared_dir {directory} is not one shared file system: host {host.name!r} does "

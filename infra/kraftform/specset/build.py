@@ -19,6 +19,7 @@ from kraftform.definitions.server_configs import check_setting
 from kraftform.definitions.topic_configs import normalize_topic_config
 from kraftform.errors import Location, Problem
 from kraftform.specset.checks import feature_problem
+from kraftform.specset.hosts import unsafe_shared_dir
 from kraftform.specset.model import (
     DEFAULT_CONNECT_HEAP,
     REALTIME,
@@ -240,6 +241,8 @@ class Builder:
             if "workers" in d:
                 self.problems.append(Problem(entry.at("spark", "workers"), "on cluster.hosts, a worker runs on each of "
                                              "spark.hosts (every host when unset); remove spark.workers"))
+            if "shared_dir" in d and (refused := unsafe_shared_dir(d["shared_dir"])):
+                self.problems.append(Problem(entry.at("spark", "shared_dir"), refused))
             if "shared_dir" not in d:
                 self.problems.append(Problem(entry.at("spark"), "a standalone Spark on cluster.hosts needs "
                                              "spark.shared_dir: a directory every Spark host mounts at that path from "

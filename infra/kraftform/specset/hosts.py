@@ -79,6 +79,31 @@ def spark_hosts(c: ClusterSpec) -> tuple[Host, ...]:
     return tuple(named[n] for n in c.spark.hosts if n in named) or c.hosts
 
 
+#: A host's own directories: the containers' user (uid 1000) is given `spark.shared_dir` when kraftform makes it,
+#: so a spec naming one of these (or a directory inside one) would hand a host's system files to that user.
+SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/root", "/run",
+               "/sbin", "/sys", "/usr", "/var/lib/docker", "/var/run", "/snap")
+#: Directories that hold every user's or every service's files: refused themselves, fine to hold a shared_dir.
+ROOTS = ("/", "/home", "/mnt", "/media", "/opt", "/srv", "/tmp", "/var", "/var/lib", "/data")
+
+
+def unsafe_shared_dir(path: str) -> str | None:
+    """Why `spark.shared_dir` cannot be `path` (None when it can): it must be a plain absolute path of a directory
+    of its own, outside the host's system directories."""
+    parts = path.split("/")
+    if not path.startswith("/") or any(part in (".", "..") for part in parts[1:]) or "//" in path:
+        return f"spark.shared_dir {path!r} must be a plain absolute path (no '.', '..' or '//')"
+    normal = path.rstrip("/") or "/"
+    system = next((d for d in SYSTEM_DIRS if normal == d or normal.startswith(d + "/")), None)
+    if system is not None:
+        return (f"spark.shared_dir {path!r} is in the host's system directory {system}: name a directory of its own "
+                f"on the shared file system (for example /srv/kraftform)")
+    if normal in ROOTS:
+        return (f"spark.shared_dir {path!r} holds other users' or services' files: name a directory of its own inside "
+                f"it (for example {normal.rstrip('/')}/kraftform)")
+    return None
+
+
 @dataclass(frozen=True)
 class TopicLoss:
     """One topic (or the defaults a topic gets) with the host gone: replicas left against what writes need."""

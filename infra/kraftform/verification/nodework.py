@@ -7,14 +7,13 @@ partition may go offline (sampled every half second) and no replication throttle
 
 from __future__ import annotations
 
-import os
 import random
-import signal
+import re
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,14 +25,15 @@ from kraftform.definitions.server_configs import THROTTLE_RATES
 from kraftform.kafka.admin import Admin
 from kraftform.specset.model import Profile
 from kraftform.verification.durability import ProducerWatch, read_all
-from kraftform.verification.resilience import FINISHED
+from kraftform.verification.killpoints import FINISHED, Killed, KillPoint, kill_at
 from kraftform.verification.target import Target
 
 Progress = Callable[[str], None]
 #: A read-only broker setting (rendered into server.properties), so that a new value is a rolling restart.
 ROLLED = "log.retention.check.interval.ms"
 #: Where `apply` is in node work, from what it prints (a roll's steps, adds, moves and removals).
-_STEPS = ("[", "adding ", "  ", "partitions: ", "removing ")
+_STEPS = re.compile(r"^(\[\d+/\d+\] |adding |  \S+ is (a caught-up voter|registered) |partitions: |removing )")
+_ROLL = re.compile(r"^\[\d+/(\d+)\] ")
 PRODUCER = Profile("node-kills", replication_factor=3, topic={"min.insync.replicas": "2"},
                    producer={"acks": "all", "enable.idempotence": "true", "retries": "2147483647"})
 
@@ -129,12 +129,25 @@ def _records(target: Target, topic: str, partitions: int) -> int:
         consumer.close()
 
 
+def node_point(where: float, share: float, expected: int) -> Callable[[Sequence[str]], KillPoint]:
+    """The kill point `where` (in [0, 1)) of node work's progress. A roll announces its nodes (`[k/N] name: ...`,
+    three lines each: waiting, restarting, back); other work is assumed to print `expected` lines (what the last
+    whole apply of its kind printed). The last line is the latest point, killed at once, so the kill lands inside."""
+    def point(events: Sequence[str]) -> KillPoint:
+        first = next((i for i, line in enumerate(events) if _ROLL.match(line)), None)
+        total = expected if first is None else first + 3 * int(_ROLL.match(events[first])[1])  # type: ignore[index]
+        event = min(total - 1, int(where * total))
+        return KillPoint(event, 0.0 if event >= total - 1 else share)
+    return point
+
+
 def node_kill_trials(target: Target, cluster: Mapping[str, Any], count: int, seed: int, progress: Progress,
                      per_change: int = 1) -> NodeKills:
-    """`count` applies of node work SIGKILLed at random points, `per_change` in a row on one change (each one
-    resuming what the last left, then killed in its turn; a change whose apply finished first takes no more and
-    one more change is made), each change then applied and planned, the plan empty. The cluster is left as the
-    last change made it: its callers' own, stopped next (its way back would be one more change, unkilled)."""
+    """`count` applies of node work SIGKILLed at random points of their own progress (killpoints.py),
+    `per_change` in a row on one change (each one resuming what the last left, then killed in its turn; a change
+    whose apply finished first takes no more and one more change is made), each change then applied and planned,
+    the plan empty. The cluster is left as the last change made it: its callers' own, stopped next (its way back
+    would be one more change, unkilled)."""
     if target.state_dir is None:
         raise ValueError("node kill trials need a cluster kraftform runs (its state directory)")
     started = time.monotonic()
@@ -154,29 +167,17 @@ def node_kill_trials(target: Target, cluster: Mapping[str, Any], count: int, see
         (target.workdir / "logs" / f"{name}.log").write_text(done.stdout + done.stderr)
         return done
 
-    def killed_apply(name: str, after: float) -> tuple[str, float]:
-        """An apply SIGKILLed `after` seconds in: the last step it reported, and how long it ran."""
-        log = target.workdir / "logs" / f"{name}.log"
-        began = time.monotonic()
-        with open(log, "w") as out:
-            process = subprocess.Popen(command("apply", "--auto-approve", "--allow-destructive"),
-                                       stdout=out, stderr=subprocess.STDOUT)
-            try:
-                process.wait(timeout=after)
-                return FINISHED, time.monotonic() - began
-            except subprocess.TimeoutExpired:
-                os.kill(process.pid, signal.SIGKILL)
-                process.wait(timeout=30)
-        steps = [line.strip() for line in log.read_text().splitlines() if line.startswith(_STEPS)]
-        return (steps[-1] if steps else "before its first step"), after
+    def killed_apply(name: str, point: Callable[[Sequence[str]], KillPoint]) -> Killed:
+        return kill_at(command("apply", "--auto-approve", "--allow-destructive"), target.workdir / "logs" /
+                       f"{name}.log", lambda line: bool(_STEPS.match(line)), point)
 
     topic = target.topic("node-kills")
     target.create_topic(topic, 6, target.replication_factor(PRODUCER), PRODUCER.topic)
     producer = ProducerWatch(target, topic, PRODUCER, 10_000_000, 200, "node-kills")
     offline = _OfflineWatch(target)
     result = NodeKills()
-    # How long each kind of change takes, learnt as it goes: the kills fall inside one.
-    took = {"roll": 90.0, "brokers": 60.0}
+    # How many progress lines each kind of change prints, learnt as it goes (a roll says it: three a node).
+    events = {"roll": 9, "brokers": 3}
     try:
         producer.wait_acked(200, 120)
         killed = 0
@@ -185,24 +186,25 @@ def node_kill_trials(target: Target, cluster: Mapping[str, Any], count: int, see
                 break
             kind = change.split()[0]
             write(section)
-            points: list[tuple[float, str]] = []
+            points: list[Killed] = []
             while len(points) < per_change and killed < count:
-                after = rng.uniform(0.05, 0.9) * took[kind] / per_change
-                reached, ran = killed_apply(f"node-{trial}-killed-{len(points) + 1}", after)
-                points.append((after, reached))
-                if reached == FINISHED:
-                    if len(points) == 1:  # a whole change's duration, not a resumed one's
-                        took[kind] = ran
+                where = rng.uniform(0.0, 1.0) / per_change
+                kill = killed_apply(f"node-{trial}-killed-{len(points) + 1}",
+                                    node_point(where, rng.random(), events[kind]))
+                points.append(kill)
+                if kill.reached == FINISHED:
+                    if len(points) == 1:  # a whole change's events, not a resumed one's
+                        events[kind] = max(1, len(kill.events))
                     break
                 killed += 1
             again = run("apply", f"node-{trial}-apply", "--auto-approve", "--allow-destructive")
             planned = run("plan", f"node-{trial}-plan")
             converged = again.returncode == 0 and planned.returncode == 0
             detail = "" if converged else (again.stdout + again.stderr + planned.stdout)[-600:]
-            for after, reached in points:
-                result.trials.append(NodeKill(trial, change, after, reached, converged, detail))
+            for kill in points:
+                result.trials.append(NodeKill(trial, change, kill.after_s, kill.reached, converged, detail))
             progress(f"  node trial {trial} ({change}): killed after "
-                     + ", then ".join(f"{after:.1f} s ({reached})" for after, reached in points)
+                     + ", then ".join(f"{kill.after_s:.1f} s ({kill.reached})" for kill in points)
                      + f"; {'converged' if converged else 'DID NOT converge'}")
         result.throttled = _throttled(target)
     finally:

@@ -3,7 +3,8 @@
 The spec sets are mutations of the user's own spec directory, each run through `validate`, `diff` and a
 live `plan` in this process, exactly as the CLI's entry point runs them; a crash is any exception escaping
 it, a traceback in its output, or an exit status outside 0/1/2. The killed applies are real `kraftform
-apply` processes SIGKILLed after a random delay, then a full apply, then a plan that must be empty.
+apply` processes SIGKILLed at random points of their own progress (killpoints.py), then a full apply, then a
+plan that must be empty.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import random
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -28,16 +28,16 @@ import yaml
 
 from kraftform.specset.files import spec_texts
 from kraftform.verification import specsets
+from kraftform.verification.killpoints import FINISHED, Killed, KillPoint, kill_at, stratified
 from kraftform.verification.mutations import mutated_set
 from kraftform.verification.target import Target
 
 Progress = Callable[[str], None]
-#: A trial whose apply ended before its kill: it does not count as a killed apply.
-FINISHED = "finished before the kill"
 EntryPoint = Callable[[Sequence[str]], int]
 #: What `kraftform apply` reports as it goes (on stderr, between the plan it prints and its last line).
 PROGRESS = re.compile(r"^(\[\d+/\d+\] |observed |waiting |Applied )")
 _STEP = re.compile(r"^\[\d+/\d+\] (\w+): (done)?")
+_STEP_COUNT = re.compile(r"^\[\d+/(\d+)\] ")
 
 
 def stage(reached: str) -> str:
@@ -159,36 +159,43 @@ class Trials:
     def apply(self, log_name: str) -> subprocess.CompletedProcess[str]:
         return self.run("apply", log_name, "--auto-approve", "--allow-destructive")
 
-    def killed_apply(self, after_s: float, log_name: str) -> str:
-        """Start an apply, SIGKILL it after `after_s` seconds; the last step it reported."""
-        log_path = self.target.workdir / "logs" / f"{log_name}.log"
-        with open(log_path, "w") as log:
-            process = subprocess.Popen(self.command("apply", "--auto-approve", "--allow-destructive"),
-                                       stdout=log, stderr=subprocess.STDOUT, env=self.env)
-            try:
-                process.wait(timeout=after_s)
-                return FINISHED
-            except subprocess.TimeoutExpired:
-                os.kill(process.pid, signal.SIGKILL)
-                process.wait(timeout=30)
-        steps = [line.strip() for line in log_path.read_text().splitlines() if PROGRESS.match(line)]
-        return steps[-1] if steps else "before its first step"
+    def killed_apply(self, point: Callable[[Sequence[str]], KillPoint], log_name: str) -> Killed:
+        """An apply SIGKILLed at `point` of its own progress."""
+        return kill_at(self.command("apply", "--auto-approve", "--allow-destructive"),
+                       self.target.workdir / "logs" / f"{log_name}.log", lambda line: bool(PROGRESS.match(line)),
+                       point, self.env)
+
+
+def apply_point(where: float, share: float, steps_before: int) -> Callable[[Sequence[str]], KillPoint]:
+    """The kill point `where` (in [0, 1)) of an apply's progress: its events are the line saying what it observed,
+    then each step's start and end. Until the apply's first step says how many it has, the number of steps of the
+    apply before is assumed; the last step's end is the latest point, so the kill lands inside the apply."""
+    def point(events: Sequence[str]) -> KillPoint:
+        first = next((i for i, line in enumerate(events) if _STEP_COUNT.match(line)), 1)
+        last = first + 2 * steps_of(events, steps_before) - 1
+        event = min(last, int(where * (last + 1)))
+        return KillPoint(event, 0.0 if event >= last else share)
+    return point
+
+
+def steps_of(events: Sequence[str], default: int) -> int:
+    """How many steps an apply announced (`default` when it announced none)."""
+    return next((int(m[1]) for line in events if (m := _STEP_COUNT.match(line))), default)
 
 
 def kill_trials(target: Target, cluster: dict[str, Any], count: int, seed: int, progress: Progress
                 ) -> tuple[list[KillTrial], dict[str, str]]:
-    """`count` applies SIGKILLed at random points, each followed by an apply and a plan that must be empty (a
-    trial whose apply finished before its kill is reported, and one more is run). The points are stratified: the
-    k-th kill falls at a random point of the k-th of `count` equal slices of an apply, so a few trials still reach
-    its start, its middle and its end. Returns the trials and the passwords the users were given (for the secret
-    scan)."""
+    """`count` applies SIGKILLed at points of their own progress, each followed by an apply and a plan that must be
+    empty (a trial whose apply had nothing to do before its kill point is reported, and one more is run). The points
+    are stratified: the k-th kill falls at a random point of the k-th of `count` equal slices of an apply's
+    progress (its observation, each step's start and end), so a few trials still reach its start, its middle and its
+    end, on a fast machine and a slow one alike. Returns the trials and the passwords the users were given (for the
+    secret scan)."""
     trials = Trials(target, cluster, seed)
     rng = random.Random(seed)
-    # A first, unkilled apply measures how long one takes, so the kills fall inside one.
     trials.write(specsets.trial_sections(trials.topic_prefix, trials.user_prefix, target.brokers, 0, seed))
-    began = time.monotonic()
     first = trials.apply("trial-0-apply")
-    full = max(1.0, time.monotonic() - began)
+    steps = steps_of(first.stderr.splitlines(), 5)
     results = []
     if first.returncode != 0:
         results.append(KillTrial(0, 0.0, "unkilled first apply", False, first.stderr[-500:]))
@@ -196,16 +203,16 @@ def kill_trials(target: Target, cluster: dict[str, Any], count: int, seed: int, 
     while killed < count and trial < 2 * count:
         trial += 1
         trials.write(specsets.trial_sections(trials.topic_prefix, trials.user_prefix, target.brokers, trial, seed))
-        slice_ = (trial - 1 + rng.random()) / count if trial <= count else rng.random()
-        after = (0.1 + 0.85 * slice_) * full
-        reached = trials.killed_apply(after, f"trial-{trial}-killed")
+        where = stratified(trial, count, rng.random())
+        kill = trials.killed_apply(apply_point(where, rng.random(), steps), f"trial-{trial}-killed")
+        steps = steps_of(kill.events, steps)
         again = trials.apply(f"trial-{trial}-apply")
         plan = trials.run("plan", f"trial-{trial}-plan")
         converged = again.returncode == 0 and plan.returncode == 0
         detail = "" if converged else (again.stderr or plan.stdout)[-500:]
-        results.append(KillTrial(trial, after, reached, converged, detail))
-        killed += reached != FINISHED
-        progress(f"  trial {trial}: killed after {after:.1f} s ({reached}); "
+        results.append(KillTrial(trial, kill.after_s, kill.reached, converged, detail))
+        killed += kill.reached != FINISHED
+        progress(f"  trial {trial}: killed after {kill.after_s:.1f} s ({kill.reached}); "
                  f"{'converged' if converged else 'DID NOT converge'}")
     trials.write(specsets.empty_sections(trials.user_prefix))
     cleanup = trials.apply("trials-cleanup")

@@ -31,6 +31,7 @@ from kraftform.runtime.deployment import load
 from kraftform.specset.loader import load_documents
 from kraftform.specset.model import Profile, SpecSet
 from kraftform.verification import SECTIONS, durability, nodework, performance, resilience
+from kraftform.verification.killpoints import FINISHED
 from kraftform.verification.report import Check, Outcome, Report, Table, check
 from kraftform.verification.secretscan import CommandLineSampler, Leak, find_leaks, held
 from kraftform.verification.target import Target
@@ -303,16 +304,19 @@ class Verification:
                                                    self.progress)
         self.secrets.update({f"password of a verify user ({k})": v for k, v in passwords.items()})
         converged = sum(1 for t in trials if t.converged)
-        killed = sum(1 for t in trials if t.reached != resilience.FINISHED)
+        killed = sum(1 for t in trials if t.reached != FINISHED)
         reached = Counter(resilience.stage(t.reached) for t in trials)
+        # Coverage, not a count of kills a machine's speed decides: the kills fell in several parts of an apply.
+        stages = len({resilience.stage(t.reached) for t in trials if t.reached != FINISHED})
         self.tables.append(Table("Applies SIGKILLed at random points, then applied again and planned",
                                  ("trial", "killed after s", "last step reported", "converged"),
                                  tuple((str(t.trial), f"{t.killed_after_s:.1f}", t.reached,
                                         "yes" if t.converged else f"NO: {t.detail[-200:]}") for t in trials)))
         self.checks.append(check(
             "resilience", "an apply SIGKILLed anywhere converges on the next apply (plan empty after)",
-            converged == len(trials) and killed >= mode.kill_trials,
-            f"{converged} of {len(trials)} trials converged ({killed} applies killed); killed at: "
+            converged == len(trials) and killed >= mode.kill_trials and stages >= min(3, mode.kill_trials),
+            f"{converged} of {len(trials)} trials converged ({killed} applies killed, in {stages} parts of an "
+            f"apply); killed at: "
             + ", ".join(f"{k} ({n})" for k, n in sorted(reached.items())), time.monotonic() - start))
 
     def node_kills(self, target: Target) -> None:
@@ -333,7 +337,7 @@ class Verification:
                                  ("trial", "change", "killed after s", "last step reported", "converged"),
                                  tuple((str(t.trial), t.change, f"{t.killed_after_s:.1f}", t.reached,
                                         "yes" if t.converged else f"NO: {t.detail[-200:]}") for t in kills.trials)))
-        killed = sum(1 for t in kills.trials if t.reached != resilience.FINISHED)
+        killed = sum(1 for t in kills.trials if t.reached != FINISHED)
         self.checks.append(check(
             "resilience", guarantee, kills.passed and killed >= count,
             f"{sum(t.converged for t in kills.trials)} of {len(kills.trials)} trials converged ({killed} applies "

@@ -226,6 +226,13 @@ class Writer:
             producer.poll(0.005)
         producer.flush(120)
 
+    def wait_acked(self, count: int, timeout: float) -> None:
+        """Until `count` writes are acknowledged (a producer up and writing), or fail after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while len(self.acked) < count:
+            assert time.monotonic() < deadline, f"{len(self.acked)} of {count} writes acknowledged in {timeout} s"
+            time.sleep(0.2)
+
     def stop(self) -> set[int]:
         self._stop.set()
         self._thread.join(180)
@@ -260,7 +267,7 @@ def test_an_upgrade_rolls_every_node_onto_the_new_release_one_at_a_time_and_lose
     config = stack.connection().librdkafka()
     writer = Writer(config, topic)
     try:
-        time.sleep(3)  # writing before the first node stops
+        writer.wait_acked(100, 120)  # writing before the first node stops
         diff = stack.up(dataclasses.replace(stack.spec, kafka_version=KAFKA_VERSION))
     finally:
         acked = writer.stop()

@@ -15,6 +15,10 @@ from kraftform.runtime.deployment import write_private
 
 from ..conftest import CLUSTER_SPECS, LiveCluster
 
+#: What "within seconds" means on a loaded 2-core machine: the clients' own bounds (10 s) and a Python start; a
+#: status that hangs on its clients' defaults takes minutes. Its speed alone is benchmarked, not asserted.
+BOUND_S = 60
+
 
 def _status(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     started = time.monotonic()
@@ -57,10 +61,10 @@ def test_a_wrong_password_and_an_unreachable_cluster_are_errors_within_seconds(c
     done, took = _status("--command-config", str(wrong))
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
     assert "authentication" in done.stderr.lower(), done.stderr
-    assert took < 20, took
+    assert took < BOUND_S, took
     nowhere = tmp_path / "nowhere.properties"
     write_private(nowhere, config.replace(cluster.connection.bootstrap, "127.0.0.1:1"))
     done, took = _status("--command-config", str(nowhere))
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
     assert "127.0.0.1:1" in done.stderr, done.stderr
-    assert took < 20, took
+    assert took < BOUND_S, took

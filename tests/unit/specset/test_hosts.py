@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from kraftform.declared import load_specs
 from kraftform.errors import SpecError
 from kraftform.spark.settings import master_url
-from kraftform.specset.hosts import host_losses, laid_out_nodes, layout, replicas_on_host, spark_hosts
+from kraftform.specset.hosts import (
+    host_losses,
+    laid_out_nodes,
+    layout,
+    replicas_on_host,
+    spark_hosts,
+    unsafe_shared_dir,
+)
 from kraftform.specset.model import ClusterSpec, Host
 
 from ...conftest import SpecsCopy, edit
@@ -172,3 +179,32 @@ def test_spark_on_hosts_refused_without_a_shared_dir_with_a_worker_count_or_nami
     assert sorted(problems(alone)) == [
         "spark.hosts places Spark on cluster.hosts, and this cluster has none",
         "spark.shared_dir places Spark on cluster.hosts, and this cluster has none"]
+
+
+@pytest.mark.parametrize(("path", "why"), [
+    ("/etc", "in the host's system directory /etc"),
+    ("/etc/kraftform", "in the host's system directory /etc"),
+    ("/usr/local/share", "in the host's system directory /usr"),
+    ("/var/lib/docker/volumes/x", "in the host's system directory /var/lib/docker"),
+    ("/", "holds other users' or services' files"),
+    ("/home/", "holds other users' or services' files"),
+    ("/srv/../etc", "must be a plain absolute path"),
+    ("/srv//kraftform", "must be a plain absolute path"),
+])
+def test_a_shared_dir_in_a_hosts_system_directories_or_shared_by_others_is_refused(path: str, why: str) -> None:
+    refused = unsafe_shared_dir(path)
+    assert refused is not None and why in refused, refused
+
+
+@pytest.mark.parametrize("path", ["/srv/kraftform", "/mnt/nfs/spark", "/tmp/pytest-of-root/hosts0/shared",
+                                  "/etcetera/x", "/var/lib/kraftform"])
+def test_a_directory_of_its_own_is_a_shared_dir(path: str) -> None:
+    assert unsafe_shared_dir(path) is None
+
+
+def test_validate_refuses_a_shared_dir_of_etc_at_its_line(specs_copy: SpecsCopy) -> None:
+    specs = with_hosts(specs_copy(), THREE_HOSTS + """\
+  spark: {master: standalone, shared_dir: /etc, worker_cores: 1}
+""")
+    found = problems(specs)
+    assert any(p.startswith("spark.shared_dir '/etc' is in the host's system directory /etc") for p in found), found

@@ -18,6 +18,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from kraftform.cluster.identity import NODE_CN_PREFIX, node_common_name
+from kraftform.errors import UsageError
+
 VALIDITY = dt.timedelta(days=825)
 
 
@@ -65,6 +68,20 @@ def make_ca(cluster_name: str) -> KeyPair:
 
 
 def issue(ca: KeyPair, common_name: str, dns_names: Iterable[str] = (), ips: Iterable[str] = ()) -> KeyPair:
+    """A certificate for anything but a node (a service, a registry reader, a Connect worker's REST): the node
+    identity's common names are refused here (identity.py)."""
+    if common_name.startswith(NODE_CN_PREFIX):
+        raise UsageError(f"a certificate named {common_name!r}: names starting with {NODE_CN_PREFIX!r} are the "
+                         f"cluster's nodes' own; choose another")
+    return _issue(ca, common_name, dns_names, ips)
+
+
+def issue_node(ca: KeyPair, node_name: str, dns_names: Iterable[str] = (), ips: Iterable[str] = ()) -> KeyPair:
+    """A node's certificate: the only kind the brokers and controllers map to the node principal."""
+    return _issue(ca, node_common_name(node_name), dns_names, ips)
+
+
+def _issue(ca: KeyPair, common_name: str, dns_names: Iterable[str], ips: Iterable[str]) -> KeyPair:
     """A certificate for both server and client use (nodes are both on the controller listener)."""
     ca_key = serialization.load_pem_private_key(ca.key_pem.encode(), password=None)
     ca_cert = x509.load_pem_x509_certificate(ca.cert_pem.encode())

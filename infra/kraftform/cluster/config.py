@@ -17,16 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kraftform.cluster.identity import MAPPING_KEY, PRINCIPAL_MAPPING
 from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT, Node, Topology
 from kraftform.definitions.server_configs import definition
 from kraftform.specset.model import CONTROLLER_USER, NODE_PRINCIPAL
 
 SECRETS_FILE = "secrets.properties"
 LISTENER_PORTS = {"CLIENT": CLIENT_PORT, "INTERNAL": INTERNAL_PORT, "CONTROLLER": CONTROLLER_PORT}
-#: Every node's certificate (CN=<node name>,O=kraftform, signed by the cluster's own CA) maps to one principal,
-#: NODE_PRINCIPAL, as Strimzi's brokers share one: a broker added later is a super user on nodes that started
-#: before it, so growing the cluster restarts nobody. Only nodes hold such certificates (clients log in with SCRAM).
-PRINCIPAL_MAPPING = f"RULE:^CN=[^,]+,O=kraftform$/{NODE_PRINCIPAL}/,DEFAULT"
 SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN_LOGIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
@@ -155,7 +152,7 @@ def _sasl(topo: Topology, node: Node, paths: NodePaths) -> dict[str, str]:
     mech = topo.cluster.security.sasl_mechanism.lower()
     out: dict[str, str] = {}
     if node.is_broker:
-        # Only a certificate the cluster's CA signed gets in: the brokers' own (CN=<node> -> User:<node>).
+        # Only a certificate the cluster's CA signed gets in, and only a node's is a node (identity.py).
         out["listener.name.internal.ssl.client.auth"] = "required"
         for listener in ("client", "external"):
             out[f"listener.name.{listener}.{mech}.sasl.jaas.config"] = f"{SCRAM_LOGIN} required;"
@@ -173,8 +170,9 @@ def _sasl(topo: Topology, node: Node, paths: NodePaths) -> dict[str, str]:
     return out
 
 
-def render_properties(topo: Topology, node: Node, addr: Addressing, paths: NodePaths) -> dict[str, str]:
-    """Every setting of one node, as Kafka reads them."""
+def render_properties(topo: Topology, node: Node, addr: Addressing, paths: NodePaths,
+                      mapping: str = PRINCIPAL_MAPPING) -> dict[str, str]:
+    """Every setting of one node, as Kafka reads them; `mapping` the principal mapping rules (identity.py)."""
     c = topo.cluster
     brokers = len(topo.brokers)
     internal_rf = min(3, brokers)
@@ -192,7 +190,10 @@ def render_properties(topo: Topology, node: Node, addr: Addressing, paths: NodeP
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": paths.truststore,
         "ssl.endpoint.identification.algorithm": "https",
-        "ssl.principal.mapping.rules": PRINCIPAL_MAPPING,
+        # Only a node's certificate is the node principal (identity.py; one principal for every node, as Strimzi's
+        # brokers share one: a broker added later is a super user on nodes that started before it, so growing the
+        # cluster restarts nobody).
+        MAPPING_KEY: mapping,
         # Deny by default.
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "allow.everyone.if.no.acl.found": "false",

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kraftform.cluster.config import Addressing, NodePaths
+from kraftform.cluster.identity import PRINCIPAL_MAPPING
 from kraftform.cluster.jmx import METRICS_PORT, agent_option
 from kraftform.cluster.render import (
     FORMAT_ARGS,
@@ -200,11 +201,12 @@ def _healthcheck(r: RenderedNode, addr: Addressing) -> Healthcheck:
     return Healthcheck(("CMD-SHELL", f"cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q {listening}"))
 
 
-def render_in_containers(topo: Topology, secrets: ClusterSecrets) -> tuple[RenderedNode, ...]:
-    """Every node's files and settings as its container runs them."""
+def render_in_containers(topo: Topology, secrets: ClusterSecrets,
+                         mapping: str = PRINCIPAL_MAPPING) -> tuple[RenderedNode, ...]:
+    """Every node's files and settings as its container runs them (`mapping`: identity.py)."""
     return render_cluster(topo, docker_addressing(topo), {n.name: NodePaths(CONFIG_DIR, DATA_DIR, METRICS_AGENT)
                                                                    for n in topo.nodes},
-                          secrets)
+                          secrets, mapping)
 
 
 def kafka_image(version: str) -> str:
@@ -238,15 +240,16 @@ def external_bootstrap(topo: Topology) -> str:
     return ",".join(f"{topo.cluster.security.external_listener.host}:{p}" for p in ports if p is not None)
 
 
-def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_IMAGE) -> tuple[ContainerSpec, ...]:
+def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_IMAGE,
+                    mapping: str = PRINCIPAL_MAPPING) -> tuple[ContainerSpec, ...]:
     """One container per node, on one network, each with its own data volume; on hosts, each on its host's own
-    network (`HOST_NETWORK`)."""
+    network (`HOST_NETWORK`). `mapping`: the principal mapping its nodes run with (identity.py)."""
     addr = docker_addressing(topo)
     network = network_name(topo.cluster.name)
     base = topo.cluster.security.external_listener.base_port
     placed = node_hosts(topo.cluster)
     specs = []
-    for r in render_in_containers(topo, secrets):
+    for r in render_in_containers(topo, secrets, mapping):
         files = tuple(ContainerFile(f"{CONFIG_DIR}/{f.relative_path}", f.content, f.mode, f.secret) for f in r.files)
         files += (ContainerFile(f"{CONFIG_DIR}/{FORMAT_ARGS}", tool_argfile(r.scram_args), 0o600, True),)
         port = addr.external_port(topo, r.node)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kraftform.cluster.certificates import KeyPair, issue, make_ca
+from kraftform.cluster.certificates import KeyPair, issue_node, make_ca
 from kraftform.cluster.config import (
     LOG4J2_CONFIG,
     LOG4J2_FILE,
@@ -25,6 +25,7 @@ from kraftform.cluster.config import (
     render_properties,
     secrets_properties,
 )
+from kraftform.cluster.identity import PRINCIPAL_MAPPING, is_node_certificate
 from kraftform.cluster.jmx import METRICS_FILE, METRICS_PORT, agent_option, exporter_config
 from kraftform.cluster.topology import Node, Topology
 from kraftform.errors import UsageError
@@ -81,14 +82,14 @@ def make_secrets(topo: Topology, addr: Addressing, admin_password: str | None = 
     ca = keep.ca if keep else make_ca(topo.cluster.name)
     keys = {}
     for node in topo.nodes:
-        if keep and node.name in keep.node_keys:
+        if keep and node.name in keep.node_keys and is_node_certificate(keep.node_keys[node.name].cert_pem):
             keys[node.name] = keep.node_keys[node.name]
-            continue
+            continue  # a key from before the node identity (identity.py) is issued again
         host = addr.advertised[node.name]
         # Clients check the name they connected to: the advertised one, and the external listener's host.
         hosts = list(dict.fromkeys([node.name, host, "localhost", *filter(None, [addr.external_host])]))
         ips = list(dict.fromkeys(["127.0.0.1", *(h for h in hosts if _is_ip(h))]))
-        keys[node.name] = issue(ca, node.name, [h for h in hosts if not _is_ip(h)], ips)
+        keys[node.name] = issue_node(ca, node.name, [h for h in hosts if not _is_ip(h)], ips)
     if keep:  # a static quorum stays static: its voters are in every node's configuration
         return dataclasses.replace(keep, node_keys=keys)
     directories = {n.name: new_directory_id() for n in topo.controllers}
@@ -191,8 +192,8 @@ def server_args(node: Node, paths: NodePaths, classpath: str, metrics_host: str 
 
 
 def render_node(topo: Topology, node: Node, addr: Addressing, paths: NodePaths,
-                secrets: ClusterSecrets) -> RenderedNode:
-    props = render_properties(topo, node, addr, paths)
+                secrets: ClusterSecrets, mapping: str = PRINCIPAL_MAPPING) -> RenderedNode:
+    props = render_properties(topo, node, addr, paths, mapping)
     if secrets.dynamic_quorum:
         props = dynamic_quorum_properties(props, topo, node, addr)
     mech = topo.cluster.security.sasl_mechanism
@@ -259,5 +260,5 @@ def dynamic_quorum_properties(props: Mapping[str, str], topo: Topology, node: No
 
 
 def render_cluster(topo: Topology, addr: Addressing, paths: Mapping[str, NodePaths],
-                   secrets: ClusterSecrets) -> tuple[RenderedNode, ...]:
-    return tuple(render_node(topo, n, addr, paths[n.name], secrets) for n in topo.nodes)
+                   secrets: ClusterSecrets, mapping: str = PRINCIPAL_MAPPING) -> tuple[RenderedNode, ...]:
+    return tuple(render_node(topo, n, addr, paths[n.name], secrets, mapping) for n in topo.nodes)

@@ -30,6 +30,7 @@ from kraftform.cluster.containers import (
     in_containers,
     network_name,
 )
+from kraftform.cluster.identity import is_node_certificate
 from kraftform.cluster.render import make_secrets, secrets_from_dict, secrets_to_dict
 from kraftform.cluster.spec_json import from_json, to_json
 from kraftform.cluster.topology import Topology, topology
@@ -103,7 +104,9 @@ class ClusterSecretsProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changed = [k for k in self.INPUTS if (olds.get(k) or "") != (news.get(k) or "")]
-        return DiffResult(changes=bool(changed), replaces=[k for k in changed if k in self.IDENTITY])
+        # Node keys from before the node identity are issued again (identity.py): the nodes' update rolls them in.
+        legacy = any(not is_node_certificate(key["cert"]) for key in (olds.get("node_keys") or {}).values())
+        return DiffResult(changes=bool(changed) or legacy, replaces=[k for k in changed if k in self.IDENTITY])
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         topo = topology(_spec_of(news))

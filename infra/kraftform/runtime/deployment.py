@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kraftform.cluster.config import Addressing
 from kraftform.cluster.connection import Connection, read_connection
+from kraftform.cluster.identity import PRINCIPAL_MAPPING, principal_mapping
 from kraftform.cluster.render import ClusterSecrets, RenderedNode, make_secrets, secrets_from_dict, secrets_to_dict
 from kraftform.cluster.topology import Topology
 from kraftform.errors import UsageError
@@ -111,13 +112,22 @@ def load_secrets(state_dir: Path) -> ClusterSecrets:
 
 
 def grown_secrets(state_dir: Path, topo: Topology, addr: Addressing, keep_new_keys: bool) -> ClusterSecrets:
-    """The cluster's secrets with a key for every node `topo` has, new ones signed by the cluster's CA; saved
-    with `keep_new_keys`, so a node added keeps its key."""
+    """The cluster's secrets with a key for every node `topo` has, new ones signed by the cluster's CA (and a node's
+    key from before the node identity issued again: identity.py); saved with `keep_new_keys`, so a node added or
+    restarted with a new key keeps it."""
     kept = load_secrets(state_dir)
     grown = make_secrets(topo, addr, keep=kept)
-    if keep_new_keys and set(grown.node_keys) - set(kept.node_keys):
+    if keep_new_keys and any(kept.node_keys.get(name) != key for name, key in grown.node_keys.items()):
         save_secrets(state_dir, grown)
     return grown
+
+
+def principal_mapping_now(state_dir: Path) -> str:
+    """The principal mapping to render the nodes with, from what the running nodes were started with
+    (identity.py: the two rolls that move a cluster made before the node identity onto it)."""
+    if not (state_dir / STATE_FILE).is_file():
+        return PRINCIPAL_MAPPING
+    return principal_mapping(r.properties for r in load(state_dir).nodes)
 
 
 def write_private(path: Path, content: str) -> None:

@@ -213,13 +213,14 @@ class DockerRuntime:
 
     def _specs(self, cluster: ClusterSpec, secrets: ClusterSecrets, kafka_version: str) -> dict[str, ContainerSpec]:
         return {s.name: s for s in container_specs(topology(in_containers(cluster)), secrets,
-                                                   self._image(kafka_version))}
+                                                   self._image(kafka_version),
+                                                   dep.principal_mapping_now(self.state_dir))}
 
     def rendered(self, cluster: ClusterSpec, keep_new_keys: bool = False) -> tuple[RenderedNode, ...]:
         """As `LocalRuntime.rendered`."""
         topo = topology(in_containers(cluster))
         return render_in_containers(topo, dep.grown_secrets(self.state_dir, topo, docker_addressing(topo),
-                                                            keep_new_keys))
+                                                            keep_new_keys), dep.principal_mapping_now(self.state_dir))
 
     def node_plan(self, cluster: ClusterSpec) -> NodePlan | None:
         if not (self.state_dir / dep.SECRETS_FILE).is_file():

@@ -280,7 +280,8 @@ class LocalRuntime:
     def render(self, cluster: ClusterSpec, secrets: ClusterSecrets) -> tuple[RenderedNode, ...]:
         topo = topology(cluster)
         return render_cluster(topo, local_addressing(topo, self.state_dir),
-                              {n.name: self._node_paths(n.name) for n in topo.nodes}, secrets)
+                              {n.name: self._node_paths(n.name) for n in topo.nodes}, secrets,
+                              dep.principal_mapping_now(self.state_dir))
 
     def rendered(self, cluster: ClusterSpec, keep_new_keys: bool = False) -> tuple[RenderedNode, ...]:
         """Every node as the specs now describe it, with this cluster's own CA, keys and passwords; a node new to

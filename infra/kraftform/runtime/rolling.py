@@ -20,6 +20,7 @@ from typing import Any, Protocol, cast
 from confluent_kafka import KafkaException
 
 from kraftform.cluster.connection import Connection
+from kraftform.cluster.identity import MAPPING_KEY, MOVING_MAPPING
 from kraftform.cluster.render import RenderedNode
 from kraftform.cluster.topology import Node, Role, topology
 from kraftform.errors import ClusterUnhealthy, ConnectionFailed, KafkaRequestFailed, KraftformError, PlanRefusedError
@@ -298,7 +299,10 @@ def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connectio
                  f"({time.monotonic() - started:.1f} s)")
     if adds:
         runtime.set_bootstrap(cluster)
-    roll(runtime, cluster, [s for s in work.steps if s.step is Step.RESTART], rendered, connection, options, progress)
+    restarts = [s for s in work.steps if s.step is Step.RESTART]
+    roll(runtime, cluster, restarts, rendered, connection, options, progress)
+    if any(d.key == MAPPING_KEY and d.wanted == MOVING_MAPPING for s in restarts for d in s.differences):
+        _node_rule_alone(runtime, cluster, connection, options, progress)
     if work.moves_partitions:
         leaving = {s.node.node_id for s in removes if s.node.is_broker}
         _wait_registered(connection, {n.node_id for n in topology(cluster).brokers} - leaving, options)
@@ -322,6 +326,20 @@ def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connectio
         runtime.set_bootstrap(cluster)
     if work.moves_partitions:
         _mark(runtime.state_dir, REBALANCE_PENDING, None)
+
+
+def _node_rule_alone(runtime: Nodes, cluster: ClusterSpec, connection: Connection, options: RollOptions,
+                     progress: Progress) -> None:
+    """The second roll of a cluster's move onto the node identity (identity.py): every node now presents its node
+    certificate and trusts both rules, so each is restarted trusting the node rule alone. A kill before its end
+    leaves nodes on both rules, which the next apply's plan shows and rolls."""
+    plan = runtime.node_plan(cluster)
+    restarts = [s for s in plan.steps if s.step is Step.RESTART] if plan is not None else []
+    if not restarts:
+        return
+    progress("node identity: every node presents its own certificate; restarting each to trust only nodes' ...")
+    rendered = {r.node.name: r for r in runtime.rendered(cluster, keep_new_keys=True)}
+    roll(runtime, cluster, restarts, rendered, connection, options, progress)
 
 
 def roll(runtime: Nodes, cluster: ClusterSpec, restarts: list[NodeStep], rendered: Mapping[str, RenderedNode],

@@ -77,7 +77,7 @@ def kill_at(command: Sequence[str], log_path: Path, is_event: Callable[[str], bo
                 except queue.Empty:
                     break  # the share of a gap has passed, or the apply fell silent
                 if line is None:
-                    process.wait()
+                    process.wait(timeout=60)
                     return Killed(FINISHED, time.monotonic() - began, tuple(events))
                 if not is_event(line):
                     continue

@@ -12,6 +12,7 @@ a node that cannot start, brokers and controllers added and removed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -37,11 +38,15 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from kraftform.cluster import render
+from kraftform.cluster.certificates import issue
+from kraftform.cluster.identity import LEGACY_MAPPING, MAPPING_KEY, PRINCIPAL_MAPPING, is_node_certificate
 from kraftform.definitions.features import RELEASE_FEATURES
 from kraftform.kafka.admin import Admin, Requests, kafka_python_admin
 from kraftform.kafka.health import wait_healthy
 from kraftform.kafka.observe import observe
-from kraftform.runtime.deployment import admin_config, load
+from kraftform.runtime import deployment
+from kraftform.runtime.deployment import admin_config, load, load_secrets
 from kraftform.runtime.local import LocalRuntime, _runs_node
 from kraftform.runtime.tools import CONFIGS, run_kafka_tool
 from kraftform.specset.model import SCRAM_ANCHORS
@@ -59,11 +64,47 @@ OLD = "4.3.1"
 
 @pytest.fixture(scope="module")
 def day2(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Day2]:
-    """The local cluster starts on the release pinned before (OLD): its roll is the upgrade."""
+    """The local cluster starts on the release pinned before (OLD): its roll is the upgrade. It starts as kraftform
+    made clusters before the node identity (cluster/identity.py): every node's certificate named by the node alone,
+    and any certificate of the cluster's CA mapped to the node principal; its first test moves it."""
     version: dict[str, object] = {"kafka_version": OLD} if request.param == "local" else {}
-    with own_cluster(tmp_path_factory.mktemp("day2"), request.param, True, name=f"kfday2{request.param[0]}",
-                     **version) as cluster:
+    with contextlib.ExitStack() as stack:
+        with pytest.MonkeyPatch.context() as made_before:
+            made_before.setattr(deployment, "principal_mapping_now", lambda _state_dir: LEGACY_MAPPING)
+            made_before.setattr(render, "issue_node", issue)
+            cluster = stack.enter_context(own_cluster(tmp_path_factory.mktemp("day2"), request.param, True,
+                                                      name=f"kfday2{request.param[0]}", **version))
         yield cluster
+
+
+@LOCAL
+def test_a_cluster_made_before_the_node_identity_moves_onto_it_in_two_rolls_losing_no_write(day2: Day2) -> None:
+    """A cluster an earlier kraftform made, where any certificate of its CA was a super user (issue 59), moved by
+    a plain `apply` while a VerifiableProducer with acks=all writes: the plan shows every node restarting for the
+    principal mapping; the first roll gives each node its node certificate and both rules, the second the node
+    rule alone, and no node is locked out on the way (the roll's gates hold, no acknowledged write is lost)."""
+    assert not any(is_node_certificate(k.cert_pem) for k in load_secrets(day2.state).node_keys.values())
+    before = day2.pids()
+    planned = day2.kraftform("plan")
+    assert planned.stdout.count("ssl.principal.mapping.rules") == len(before), planned.stdout
+    topic = f"day2.identity.{uuid.uuid4().hex[:6]}"
+    admin = day2.admin  # kept: a client destroyed while its future is pending fails it
+    admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(90)
+    producer = Producer(day2, topic)
+    try:
+        applied = day2.kraftform("apply", "--auto-approve")
+    finally:
+        acked = producer.stop()
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    restarts = [line for line in applied.stderr.splitlines() if ": restarting (" in line and line.endswith("...")]
+    assert len(restarts) == 2 * len(before), applied.stderr
+    assert "trust only nodes'" in applied.stderr
+    assert all(n.properties and n.properties[MAPPING_KEY] == PRINCIPAL_MAPPING for n in load(day2.state).nodes)
+    assert all(is_node_certificate(k.cert_pem) for k in load_secrets(day2.state).node_keys.values())
+    assert len(acked) > 500, producer.stderr.read_text()[-2000:]
+    lost = acked - read_values(day2, topic, 3)
+    assert not lost, f"{len(lost)} acknowledged records lost"
+    assert day2.placement()[2] == 0
 
 
 def _name(day2: Day2) -> str:
@@ -71,7 +112,7 @@ def _name(day2: Day2) -> str:
 
 
 @LOCAL
-def test_plan_is_empty_on_a_fresh_cluster(day2: Day2) -> None:
+def test_plan_is_empty_once_moved(day2: Day2) -> None:
     done = day2.kraftform("plan")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "No changes" in done.stdout

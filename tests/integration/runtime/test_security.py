@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
 from confluent_kafka.cimpl import NewTopic
 
-from kraftform.cluster.certificates import make_ca
+from kraftform.cluster.certificates import KeyPair, issue, make_ca
+from kraftform.errors import KafkaRequestFailed
 from kraftform.kafka.health import describe_health, poll_health, round_trip
+from kraftform.runtime.deployment import load_secrets
+from kraftform.runtime.registry_base import CLIENT_NAME as REGISTRY_CLIENT
+from kraftform.runtime.tools import METADATA_QUORUM, run_kafka_tool
 
 from ..conftest import LiveCluster, unique
 
@@ -160,3 +173,95 @@ def test_kcat_reaches_the_cluster_with_the_written_config(cluster: LiveCluster) 
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-1000:]
     assert sorted(b["id"] for b in json.loads(done.stdout)["brokers"]) == [1, 2, 3]
+
+
+def _listener(cluster: LiveCluster, name: str) -> str:
+    """Every node's `name` listener (host:port, comma-separated), as the nodes were started with it."""
+    return ",".join(entry.split("://", 1)[1] for r in cluster.deployment.nodes
+                    for entry in (r.properties or {}).get("advertised.listeners", "").split(",")
+                    if entry.startswith(f"{name}://"))
+
+
+#: What kraftform issues from the cluster's CA to anything but a node, by the name each holder gets (a registry reader
+#: from `registry certificate --name`, the registry's own client and server, a Connect worker's REST key).
+NOT_NODES = ("outsider", REGISTRY_CLIENT, "registry 127.0.0.1", "kftest Connect worker 0")
+
+
+def _on_internal(conf: dict[str, Any], topic: str) -> dict[str, str]:
+    """What each action on the INTERNAL listener answered: a topic's metadata, a topic made, the ACLs read (how
+    many were seen, or the refusal), a write."""
+    admin = AdminClient(conf)
+    out = {"sees the topic": str(topic in admin.list_topics(timeout=20).topics)}
+    made = unique("identity-made")
+    try:
+        admin.create_topics([NewTopic(made, 1, 1)])[made].result(timeout=30)
+        out["create a topic"] = "done"
+    except KafkaException as exc:
+        out["create a topic"] = exc.args[0].name()
+    anything: Any = None  # None matches any name, principal and host (the stubs say str)
+    everything = AclBindingFilter(ResourceType.ANY, anything, ResourcePatternType.ANY, anything, anything,
+                                  AclOperation.ANY, AclPermissionType.ANY)
+    try:
+        out["ACLs seen"] = str(len(admin.describe_acls(everything).result(timeout=30)))
+    except KafkaException as exc:
+        out["ACLs seen"] = exc.args[0].name()
+    delivered: list[str] = []
+    producer = Producer({**conf, "message.timeout.ms": 20000})
+    producer.produce(topic, b"x", on_delivery=lambda err, _msg: delivered.append(err.name() if err else "done"))
+    producer.flush(30)
+    out["write"] = delivered[0] if delivered else "no answer"
+    return out
+
+
+def _on_controller(tmp_path: Path, pair: KeyPair, ca_pem: str, controllers: str, name: str) -> str:
+    """`kafka-metadata-quorum --bootstrap-controller ... describe --status` presenting `pair` (Kafka's own Admin
+    client: librdkafka has no way to the controllers): what it answered."""
+    (tmp_path / f"{name}.pem").write_text(pair.keystore_pem)
+    (tmp_path / "ca.pem").write_text(ca_pem)
+    config = tmp_path / f"{name}.properties"
+    config.write_text(f"security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={tmp_path}/ca.pem\n"
+                      f"ssl.keystore.type=PEM\nssl.keystore.location={tmp_path}/{name}.pem\n")
+    try:
+        run_kafka_tool(METADATA_QUORUM, ["--bootstrap-controller", controllers, "--command-config", str(config),
+                                         "describe", "--status"], timeout=120)
+        return "done"
+    except KafkaRequestFailed as exc:
+        return "refused: cluster authorization" if "ClusterAuthorizationException" in str(exc) else str(exc)
+
+
+def test_no_certificate_of_the_cluster_ca_but_a_nodes_acts_on_the_internal_or_controller_listener(
+        local_cluster: LiveCluster, tmp_path: Path) -> None:
+    """Every certificate of the cluster's CA once mapped to the node principal, a super user (issue 59): a
+    registry reader's certificate made topics on the INTERNAL listener. Now only a node's does: each other kind is
+    refused every action there and on the CONTROLLER listener, where the node's own certificate (the control: the
+    way in works) does them."""
+    secrets = load_secrets(local_cluster.state_dir)
+    ca = secrets.ca
+    (tmp_path / "ca.pem").write_text(ca.cert_pem)
+    topic = unique("identity")
+    admin = AdminClient(local_cluster.admin)
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
+    probe = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:identity-probe", "*",
+                       AclOperation.READ, AclPermissionType.ALLOW)
+    admin.create_acls([probe])[probe].result(timeout=30)
+    internal, controllers = _listener(local_cluster, "INTERNAL"), _listener(local_cluster, "CONTROLLER")
+    assert internal and controllers
+
+    def tls(pair: KeyPair) -> dict[str, Any]:
+        return {"bootstrap.servers": internal, "security.protocol": "SSL", "ssl.ca.location": str(tmp_path / "ca.pem"),
+                "ssl.certificate.pem": pair.cert_pem, "ssl.key.pem": pair.key_pem}
+
+    node = next(pair for name, pair in secrets.node_keys.items() if "broker" in name)
+    control = _on_internal(tls(node), topic)
+    assert control["sees the topic"] == "True" and control["ACLs seen"] not in ("0", "CLUSTER_AUTHORIZATION_FAILED"), (
+        control)
+    assert _on_controller(tmp_path, node, ca.cert_pem, controllers, "node") == "done"
+    for name in NOT_NODES:
+        pair = issue(ca, name, ["localhost"], ["127.0.0.1"])
+        seen = _on_internal(tls(pair), topic)
+        acls = seen.pop("ACLs seen")
+        assert acls in ("0", "CLUSTER_AUTHORIZATION_FAILED"), (name, acls)  # Kafka 4 answers an empty list
+        assert seen == {"sees the topic": "False", "create a topic": "TOPIC_AUTHORIZATION_FAILED",
+                        "write": "TOPIC_AUTHORIZATION_FAILED"}, (name, seen)
+        refused = _on_controller(tmp_path, pair, ca.cert_pem, controllers, "other")
+        assert refused == "refused: cluster authorization", (name, refused)

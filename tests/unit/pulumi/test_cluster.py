@@ -6,6 +6,8 @@ import dataclasses
 
 from cryptography import x509
 
+from kraftform.cluster.certificates import issue
+from kraftform.cluster.identity import is_node_certificate
 from kraftform.cluster.render import secrets_from_dict
 from kraftform.declared import load_specs
 from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
@@ -70,3 +72,25 @@ def test_an_upgrade_is_no_change_to_the_clusters_secrets() -> None:
     upgraded = provider.diff("platform", made.outs, secrets_inputs(dataclasses.replace(spec, kafka_version="4.4.0"),
                                                                     None))
     assert upgraded.changes is False
+
+
+def test_a_stack_made_before_the_node_identity_gets_node_certificates_and_keeps_its_ca() -> None:
+    """A stack's secrets from before the node identity (cluster/identity.py): node keys named by the node alone. The
+    same inputs are a change (an update, not a new cluster) whose outputs carry node certificates from the same CA;
+    the nodes' update then rolls them in."""
+    spec = load_specs(EXAMPLE_SPECS).cluster
+    provider = ClusterSecretsProvider()
+    made = provider.create(secrets_inputs(spec, None))
+    assert made.outs is not None
+    before = secrets_from_dict(made.outs)
+    legacy = {**made.outs, "node_keys": {name: {"cert": pair.cert_pem, "key": pair.key_pem}
+                                         for name, pair in ((n, issue(before.ca, n)) for n in before.node_keys)}}
+    assert not any(is_node_certificate(k.cert_pem) for k in secrets_from_dict(legacy).node_keys.values())
+    diff = provider.diff("platform", legacy, secrets_inputs(spec, None))
+    assert diff.changes is True and diff.replaces == []
+    moved = provider.update("platform", legacy, secrets_inputs(spec, None))
+    assert moved.outs is not None
+    after = secrets_from_dict(moved.outs)
+    assert after.ca == before.ca and after.cluster_id == before.cluster_id
+    assert all(is_node_certificate(k.cert_pem) for k in after.node_keys.values())
+    assert provider.diff("platform", moved.outs, secrets_inputs(spec, None)).changes is False

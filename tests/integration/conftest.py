@@ -183,3 +183,17 @@ def local_cluster(clusters: Clusters) -> LiveCluster:
 def docker_cluster(clusters: Clusters) -> LiveCluster:
     """The Docker-runtime cluster, for tests of what runs beside it in containers (the consumers)."""
     return clusters.get("docker")
+
+
+def assert_hardened(container: Any, memory_bytes: int | None) -> None:
+    """What Docker holds for a container kraftform made, and what its main process really runs with: no privilege to
+    gain (NoNewPrivs), no capability (CapEff 0, bounding set empty), a bounded log, the memory limit."""
+    host = container.attrs["HostConfig"]
+    assert host["SecurityOpt"] == ["no-new-privileges:true"] and host["CapDrop"] == ["ALL"], host
+    assert host["LogConfig"] == {"Type": "json-file", "Config": {"max-size": "20m", "max-file": "5"}}
+    assert host["Memory"] == (memory_bytes or 0)
+    status = dict(line.split(":\t", 1) for line in container.exec_run(["cat", "/proc/1/status"]).output.decode()
+                  .splitlines() if ":\t" in line)
+    assert status["NoNewPrivs"].strip() == "1", status
+    assert int(status["CapEff"], 16) == 0 and int(status["CapBnd"], 16) == 0, status
+    assert int(status["Uid"].split()[0]) != 0

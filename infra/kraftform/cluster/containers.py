@@ -48,6 +48,20 @@ LABEL_HOST = "dev.kraftform.host"
 #: The network of a node on one of the spec's hosts: the host's own, where it listens on the host's address at
 #: ports of its own (`host_ports`), as every other host and client reaches it; no bridge, no published port.
 HOST_NETWORK = "host"
+#: Every container kraftform runs: no process in it gains privileges through a setuid binary, it holds no Linux
+#: capability (each runs as an unprivileged user that needs none, so only a way out of it would use one), and
+#: Docker keeps a bounded log of it (json-file grows without end otherwise, on a host's root file system).
+SECURITY_OPTS = ("no-new-privileges:true",)
+CAP_DROP = ("ALL",)
+LOG_OPTS: Mapping[str, str] = {"max-size": "20m", "max-file": "5"}
+#: Above a JVM's heap: its metaspace, code cache, threads' stacks, direct buffers and page tables. A node's RSS
+#: measured about 1.3 x its heap; the limit stops one node's leak from starving the host's others.
+JVM_OVERHEAD_BYTES = 512 * 2**20
+
+
+def memory_limit(heap_bytes: int) -> int:
+    """A JVM container's memory limit, from its declared heap."""
+    return 2 * heap_bytes + JVM_OVERHEAD_BYTES
 
 
 @dataclass(frozen=True)
@@ -99,6 +113,8 @@ class ContainerSpec:
     host: str = ""
     #: Environment variables (never a secret: `docker inspect` shows them; secrets go in `files`).
     env: Mapping[str, str] = field(default_factory=dict)
+    #: Docker's memory limit in bytes (0: none; a node's is `memory_limit` of its heap).
+    memory_bytes: int = 0
 
 
 def volume_name(node_name: str) -> str:
@@ -187,6 +203,8 @@ def _command(r: RenderedNode, cluster_id: str, metrics_bind: str = "0.0.0.0",
         f"if [ ! -f {DATA_DIR}/meta.properties ]; then "
         f"java {' '.join((*format_args(classpath, cluster_id, r.paths), *r.format_options))} "
         f"@{CONFIG_DIR}/{FORMAT_ARGS}; fi; "
+        # The admin's password is in it: gone once the storage is formatted, as the local runtime removes its own.
+        f"rm -f {CONFIG_DIR}/{FORMAT_ARGS}; "
         f"agent=''; if [ -f {METRICS_AGENT} ]; then agent='{agent}'; fi; "
         f"exec java {java}"
     )
@@ -260,7 +278,7 @@ def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_
             network=network, aliases=(r.node.name,), volume=volume_name(r.node.name), volume_path=DATA_DIR,
             files=files, ports=((PortBinding(port, port, publish_ip(addr.external_host or "localhost")),)
                                 if port is not None else ()) + (metrics,),
-            healthcheck=_healthcheck(r, addr),
+            healthcheck=_healthcheck(r, addr), memory_bytes=memory_limit(r.node.heap_bytes),
             labels={LABEL_CLUSTER: topo.cluster.name, LABEL_NODE: r.node.name,
                     LABEL_ROLES: ",".join(r.node.roles)},
         )

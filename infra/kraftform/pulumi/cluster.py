@@ -23,7 +23,10 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 
 from kraftform.cluster.connection import Connection
 from kraftform.cluster.containers import (
+    CAP_DROP,
     LABEL_CLUSTER,
+    LOG_OPTS,
+    SECURITY_OPTS,
     ContainerSpec,
     docker_addressing,
     external_bootstrap,
@@ -178,6 +181,9 @@ def container_resource(name: str, spec: pulumi.Output[ContainerSpec], image_id: 
                               for p in c.ports]),
         labels=pick(lambda c: _labels(c.labels)), healthcheck=cast(Any, pick(_healthcheck)),
         wait=wait_timeout is not None, wait_timeout=wait_timeout, restart=pick(lambda c: c.restart), must_run=True,
+        # The hardening every container kraftform runs gets (`containers.SECURITY_OPTS`), as the runtimes' own.
+        security_opts=list(SECURITY_OPTS), capabilities=docker.ContainerCapabilitiesArgs(drops=list(CAP_DROP)),
+        log_driver="json-file", log_opts=dict(LOG_OPTS), memory=pick(lambda c: c.memory_bytes // 2**20 or None),
         # The name is fixed, so the old container must go before its replacement starts; the volume, a resource
         # of its own, stays.
         opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True, depends_on=[volume, *after]))
@@ -192,7 +198,7 @@ class KafkaCluster(pulumi.ComponentResource):
     admin_password: pulumi.Output[str]
 
     def __init__(self, name: str, spec: ClusterSpec, image: str, admin_password: pulumi.Input[str] | None = None,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+                 opts: pulumi.ResourceOptions | None = None, protect: bool = False) -> None:
         super().__init__("kraftform:index:KafkaCluster", name, {"cluster": spec.name, "image": image}, opts)
         # The same cluster the Docker runtime runs from this spec. Declared feature levels stay out of the
         # nodes' format command: formatting only a node without data finalises nothing; the stack's `Features`
@@ -234,8 +240,8 @@ class KafkaCluster(pulumi.ComponentResource):
             lambda v: Connection.scram(v[0], security.admin_user, v[1], security.sasl_mechanism, None).props(
                 ca_pem=v[2]))
         nodes = pulumi.Output.unsecret(made.apply(lambda s: node_inputs(spec, secrets_from_dict(s))))
-        self.nodes = ClusterNodes(f"{name}-nodes", nodes_props(spec, image, made, nodes), pulumi.ResourceOptions(
-            parent=self, depends_on=needs))
+        self.nodes = ClusterNodes(f"{name}-nodes", nodes_props(spec, image, made, nodes, protect=protect),
+                                  pulumi.ResourceOptions(parent=self, depends_on=needs))
         #: What waits for every node to be as declared (topics, users, consumers, monitoring).
         self.ready: list[pulumi.Resource] = [self.nodes]
         self.register_outputs({"bootstrap_servers": self.bootstrap_servers, "ca_certificate": self.ca_certificate})

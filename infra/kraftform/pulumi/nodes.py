@@ -30,7 +30,7 @@ from typing import Any
 
 import docker
 import pulumi
-from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ResourceProvider, UpdateResult
 
 from kraftform.cluster.containers import (
     client_bootstrap,
@@ -42,7 +42,8 @@ from kraftform.cluster.containers import (
 from kraftform.cluster.render import ClusterSecrets, secrets_from_dict
 from kraftform.cluster.spec_json import cluster_from_json, cluster_to_json
 from kraftform.cluster.topology import topology
-from kraftform.errors import UsageError
+from kraftform.errors import PlanRefusedError, UsageError
+from kraftform.plan.changes import Safety
 from kraftform.runtime import deployment as dep
 from kraftform.runtime.docker_engine import DockerRuntime, hosts_json, recovered
 from kraftform.runtime.engine import docker_client, host_client
@@ -100,10 +101,42 @@ def _brokers(nodes: Mapping[str, Any]) -> set[str]:
     return {name for name, n in nodes.items() if "broker" in n["roles"]}
 
 
+#: What a protected stack answers a change that deletes a node's data: the CLI's `--allow-destructive`, here.
+CONSENT = ("Run that `pulumi up` with `pulumi config set kraftform:protect false` (the consent the CLI's "
+           "--allow-destructive gives), then set it back")
+
+
+def removals(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[str]:
+    """What an update would delete with its data, from the inputs alone (so `check` can refuse it before a
+    preview ends): the nodes the old inputs ran that the new cluster section does not declare, or every node when
+    the cluster is another one (its name or mode changed: replaced, the old volumes deleted). The new `nodes`
+    input is not read: it is unknown in a preview while the secrets change."""
+    if not olds.get("cluster") or not olds.get("nodes"):
+        return []
+    old, new = cluster_from_json(olds["cluster"]), cluster_from_json(news["cluster"])
+    running = sorted(olds["nodes"])
+    if any(getattr(old, k) != getattr(new, k) for k in IDENTITY):
+        return [f"{name} (the cluster {old.name} is replaced by {new.name}: every node's data goes)"
+                for name in running]
+    declared = {n.name for n in topology(in_containers(new)).nodes}
+    return [f"{name} (removed from the specs: its data volume is deleted)" for name in running
+            if name not in declared]
+
+
 class ClusterNodesProvider(ResourceProvider):
     """Inputs: `cluster` (the cluster section, `spec_json`), `image`, `secrets` (the stack's secrets resource's
-    outputs), `nodes` (`node_inputs`); and, as `kraftform apply`'s options, `throttle` (bytes/s),
+    outputs), `nodes` (`node_inputs`), `protect`; and, as `kraftform apply`'s options, `throttle` (bytes/s),
     `node_timeout_s`, `gate_timeout_s`."""
+
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        """While the stack protects its objects, node work that deletes data (brokers or controllers removed, the
+        cluster replaced) fails here, so `pulumi preview` shows it and nothing runs; the failure names no property
+        (Pulumi would print its whole value first)."""
+        if not news.get("protect"):
+            return CheckResult(news, [])
+        return CheckResult(news, [CheckFailure("", f"node {what}: refused while the stack protects its objects "
+                                                   f"(kraftform:protect, on by default in prod). {CONSENT}")
+                                  for what in removals(olds, news)])
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         old, new = _plain(olds), _plain(news)
@@ -136,6 +169,12 @@ class ClusterNodesProvider(ResourceProvider):
                                   throttle_bytes_per_s=int(news.get("throttle") or ROLL.throttle_bytes_per_s),
                                   purge_removed=True)
             work = cluster_work(runtime, spec, connection, options.throttle_bytes_per_s)
+            destructive = [c for c in work.changes(spec) if c.safety is Safety.DESTRUCTIVE]
+            if destructive and news.get("protect"):  # `check` refused it from the inputs; this is what runs
+                raise PlanRefusedError(
+                    f"{len(destructive)} destructive change(s) to the cluster's nodes while the stack protects its "
+                    f"objects (kraftform:protect); nothing was done:\n" + "\n".join(
+                        f"  {c.action} {c.resource}: {c.reason}" for c in destructive) + f"\n{CONSENT}")
             if _brokers(olds["nodes"]) != _brokers(news["nodes"]):
                 # An update that failed before its moves leaves the stack's old inputs: move them now.
                 work = dataclasses.replace(work, rebalance_pending=True)
@@ -197,12 +236,13 @@ def _runtime(props: dict[str, Any], olds: dict[str, Any] | None = None) -> Itera
 
 
 def nodes_props(cluster: ClusterSpec, image: pulumi.Input[str], secrets: pulumi.Input[dict[str, Any]],
-                nodes: pulumi.Input[dict[str, Any]], options: RollOptions = ROLL) -> dict[str, Any]:
+                nodes: pulumi.Input[dict[str, Any]], options: RollOptions = ROLL, protect: bool = False
+                ) -> dict[str, Any]:
     """The resource's inputs: `secrets` is the secrets resource's outputs (`secrets_to_dict`), `nodes` what
-    `node_inputs` makes of them."""
+    `node_inputs` makes of them; `protect`, whether the stack protects its objects (`kraftform:protect`)."""
     return {"cluster": cluster_to_json(cluster), "image": image, "secrets": secrets, "nodes": nodes,
             "throttle": options.throttle_bytes_per_s, "node_timeout_s": options.node_timeout_s,
-            "gate_timeout_s": options.gate_timeout_s}
+            "gate_timeout_s": options.gate_timeout_s, "protect": protect}
 
 
 class ClusterNodes(pulumi.dynamic.Resource):

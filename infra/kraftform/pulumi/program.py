@@ -338,7 +338,7 @@ def build(cfg: StackConfig) -> Stack:
                                   f"workers, consumers and monitoring beside a cluster on hosts: docs/hosts.md)")
     if cfg.mode == "docker":
         cluster = KafkaCluster(specs.cluster.name, specs.cluster, stack_image(cfg.image, specs.cluster.kafka_version),
-                               cfg.admin_password)
+                               cfg.admin_password, protect=cfg.protects)
         depends = list(cluster.ready)
         connection: pulumi.Input[dict[str, Any]] = cluster.connection
         bootstrap: pulumi.Input[str] = cluster.bootstrap_servers

@@ -46,7 +46,7 @@ from kraftform.cluster.connect import (
     worker_properties_text,
 )
 from kraftform.cluster.connection import SASL_SSL, Connection
-from kraftform.cluster.containers import CONTAINER_UID, HOST_NETWORK, LABEL_CLUSTER, LABEL_HOST
+from kraftform.cluster.containers import CONTAINER_UID, HOST_NETWORK, LABEL_CLUSTER, LABEL_HOST, memory_limit
 from kraftform.connect.rest import ConnectRest
 from kraftform.errors import ClusterUnhealthy
 from kraftform.runtime.connect import (
@@ -55,7 +55,7 @@ from kraftform.runtime.connect import (
     START_TIMEOUT_S,
     serves,
 )
-from kraftform.runtime.engine import owned_tar
+from kraftform.runtime.engine import host_config, owned_tar
 from kraftform.runtime.local import last_error_line
 from kraftform.specset.model import ConnectSpec
 from kraftform.versions import CONNECT_VERSION
@@ -318,9 +318,9 @@ class DockerConnectWorkers:
         response = client.api.create_container(
             d.image, entrypoint=d.command(), name=name, hostname=None if host else name,
             user=f"{CONTAINER_UID}:{CONTAINER_UID}", labels=labels, ports=[] if host else [port],
-            host_config=client.api.create_host_config(
-                port_bindings={} if host else {port: ("127.0.0.1", port)}, restart_policy={"Name": "unless-stopped"},
-                network_mode=HOST_NETWORK if host else None),
+            host_config=host_config(
+                client, memory_limit(d.spec.heap_bytes), port_bindings={} if host else {port: ("127.0.0.1", port)},
+                restart_policy={"Name": "unless-stopped"}, network_mode=HOST_NETWORK if host else None),
             networking_config=networking)
         container = client.containers.get(response["Id"])
         trees = {HOME: home, **{f"{PLUGINS}/{n}": p for n, p in plugins.items()}}

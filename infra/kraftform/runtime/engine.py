@@ -18,12 +18,16 @@ import docker
 import docker.tls
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
+from docker.types import LogConfig
 
 from kraftform.cluster.containers import (
+    CAP_DROP,
     CONTAINER_UID,
     HOST_NETWORK,
     LABEL_CLUSTER,
     LABEL_NODE,
+    LOG_OPTS,
+    SECURITY_OPTS,
     ContainerSpec,
     Healthcheck,
 )
@@ -101,6 +105,15 @@ def files_tar(spec: ContainerSpec) -> bytes:
     return buffer.getvalue()
 
 
+def host_config(client: docker.DockerClient, memory_bytes: int = 0, **settings: object) -> dict[str, object]:
+    """Docker's host configuration of any container kraftform runs: `settings` over the hardening every one gets
+    (`containers.SECURITY_OPTS`, `CAP_DROP`, `LOG_OPTS`) and its memory limit."""
+    made: dict[str, object] = client.api.create_host_config(
+        security_opt=list(SECURITY_OPTS), cap_drop=list(CAP_DROP), mem_limit=memory_bytes or None,
+        log_config=LogConfig(type=LogConfig.types.JSON, config=dict(LOG_OPTS)), **settings)
+    return made
+
+
 def create_container(client: docker.DockerClient, spec: ContainerSpec) -> Container:
     """Create (not start) one container with its files in place; its volume created if missing."""
     if not spec.volume.startswith("/"):  # a path is a directory of the host's (a shared file system's), bound
@@ -116,8 +129,8 @@ def create_container(client: docker.DockerClient, spec: ContainerSpec) -> Contai
         user=spec.user, labels=dict(spec.labels), ports=[p.container_port for p in spec.ports],
         environment=dict(spec.env) or None,
         healthcheck=engine_healthcheck(spec.healthcheck),
-        host_config=client.api.create_host_config(
-            binds={spec.volume: {"bind": spec.volume_path, "mode": "rw"}},
+        host_config=host_config(
+            client, spec.memory_bytes, binds={spec.volume: {"bind": spec.volume_path, "mode": "rw"}},
             port_bindings={p.container_port: (p.host_ip, p.host_port) for p in spec.ports},
             restart_policy={"Name": spec.restart}, network_mode=HOST_NETWORK if on_host else None),
         networking_config=networking)

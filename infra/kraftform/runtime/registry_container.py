@@ -21,10 +21,10 @@ from docker.errors import NotFound
 from docker.models.containers import Container
 
 from kraftform.cluster.certificates import KeyPair
-from kraftform.cluster.containers import CONTAINER_UID, LABEL_CLUSTER
+from kraftform.cluster.containers import CONTAINER_UID, LABEL_CLUSTER, memory_limit
 from kraftform.registry_app import ensure_registry
 from kraftform.runtime import deployment as dep
-from kraftform.runtime.engine import docker_client, owned_tar
+from kraftform.runtime.engine import docker_client, host_config, owned_tar
 from kraftform.runtime.local import last_error_line
 from kraftform.runtime.registry_base import START_TIMEOUT_S, KraftformRegistry, Progress
 from kraftform.specset.model import RegistrySpec
@@ -134,8 +134,9 @@ class DockerRegistry(KraftformRegistry):
                         f"{APP_DIR}/quarkus-run.jar"],
             working_dir=WORK_DIR, labels={**labels, LABEL_DIGEST: digest}, ports=[port],
             environment={"REGISTRY_DATASOURCE_URL": f"jdbc:h2:file:{WORK_DIR}/db/registry_db"},
-            host_config=api.create_host_config(
-                port_bindings={port: ("127.0.0.1", port)}, restart_policy={"Name": "unless-stopped"},
+            host_config=host_config(
+                self.client_docker, memory_limit(self.spec.heap_bytes), port_bindings={port: ("127.0.0.1", port)},
+                restart_policy={"Name": "unless-stopped"},
                 binds={data_volume(self.cluster): {"bind": f"{WORK_DIR}/db", "mode": "rw"}}),
             networking_config=api.create_networking_config({self.network: api.create_endpoint_config(
                 aliases=[self.name])}))

@@ -74,13 +74,13 @@ class Stack:
         assert failures == []
         return news
 
-    def nodes_news(self, spec: ClusterSpec, secrets: dict[str, Any]) -> dict[str, Any]:
+    def nodes_news(self, spec: ClusterSpec, secrets: dict[str, Any], protect: bool = False) -> dict[str, Any]:
         made = secrets_from_dict(secrets)
         plain = dataclasses.replace(in_containers(spec), features={})
         # A node that does not come back is given three minutes (a quick-start broker is back in about 10 s alone;
         # under the rest of the suite one took over 60 s to register, ci38).
         return nodes_props(plain, stack_image("local", spec.kafka_version), secrets, node_inputs(plain, made),
-                           RollOptions(node_timeout_s=180))
+                           RollOptions(node_timeout_s=180), protect)
 
     def up(self, spec: ClusterSpec) -> Any:
         """`pulumi up` of the cluster as `spec` declares it: the secrets resource first, then the nodes; returns
@@ -314,7 +314,17 @@ def test_brokers_and_controllers_added_join_and_partitions_move_onto_the_new_bro
 
 
 def test_brokers_and_controllers_removed_leave_kafkas_metadata_one_at_a_time(stack: Stack) -> None:
-    stack.up(dataclasses.replace(stack.spec, brokers=2, controllers=3))
+    """Refused while the stack protects its objects (the engine's `check`, before anything runs: the preview shows
+    it); with the consent (`kraftform:protect false`), each removed node drained and taken out in turn."""
+    fewer = dataclasses.replace(stack.spec, brokers=2, controllers=3)
+    before = stack.started()
+    _, refused = stack.host.check(ClusterNodesProvider(), "nodes", stack.nodes,
+                                  stack.nodes_news(fewer, stack.secrets, protect=True))
+    assert sorted(reason.split(" (")[0] for _, reason in refused) == [
+        f"node {NAME}-broker-2", f"node {NAME}-controller-3", f"node {NAME}-controller-4"], refused
+    assert all("kraftform:protect false" in reason for _, reason in refused)
+    assert stack.started() == before
+    stack.up(fewer)
     admin = stack.admin()
     assert sorted(admin.list_topics(timeout=10).brokers) == [1, 2]
     assert sorted(gates.read_quorum(stack.connection()).behind_ms) == [1001, 1002, 1003]

@@ -31,7 +31,7 @@ from confluent_kafka.admin import (
 from pulumi.runtime import proto
 
 from kraftform.cluster.connect import REST_USER
-from kraftform.cluster.containers import LABEL_CLUSTER, kafka_image, network_bootstrap, network_name
+from kraftform.cluster.containers import LABEL_CLUSTER, kafka_image, memory_limit, network_bootstrap, network_name
 from kraftform.cluster.topology import topology
 from kraftform.connect.rest import ConnectRest
 from kraftform.pulumi.connect import ConnectClusterProvider, connect_props
@@ -43,7 +43,7 @@ from kraftform.specset.model import ConnectSpec
 from kraftform.testing.cluster import EphemeralCluster, ephemeral_cluster
 
 from ...conftest import REPO
-from ..conftest import CLUSTER_SPECS
+from ..conftest import CLUSTER_SPECS, assert_hardened
 from .engine import ProviderHost
 
 pytestmark = pytest.mark.integration
@@ -172,6 +172,7 @@ def test_a_first_up_runs_the_workers_in_containers_and_the_connectors_move_recor
     # Published on this machine only; the REST API refuses a request without kraftform's login.
     assert container.attrs["HostConfig"]["PortBindings"] == {
         f"{stack.spec.rest_port}/tcp": [{"HostIp": "127.0.0.1", "HostPort": str(stack.spec.rest_port)}]}
+    assert_hardened(container, memory_limit(stack.spec.heap_bytes))
     live = stack.rest().connectors()
     assert live["archive"].state == "running" and [t[1] for t in live["archive"].tasks] == ["running"]
     producer = Producer(stack.cluster.client())

@@ -7,11 +7,14 @@ scan's, `verification.secretscan.CommandLineSampler`) watches a roll and a broke
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
 from pathlib import Path
 
 import pytest
 
+from kraftform.cluster.containers import CONFIG_DIR
 from kraftform.runtime.deployment import admin_config
 from kraftform.testing.cluster import ephemeral_cluster
 from kraftform.verification.secretscan import CommandLineSampler
@@ -34,9 +37,18 @@ def test_making_a_cluster_puts_no_password_on_a_command_line_nor_in_docker_inspe
             from kraftform.runtime.engine import docker_client
 
             client = docker_client()
-            inspected = json.dumps([c.attrs for c in client.containers.list(
-                filters={"label": f"dev.kraftform.cluster={cluster.name}"})])
+            nodes = client.containers.list(filters={"label": f"dev.kraftform.cluster={cluster.name}"})
+            inspected = json.dumps([c.attrs for c in nodes])
             assert inspected != "[]"
+            # Once formatted, no node's files hold the admin's password (its format arguments are removed).
+            password = admin_config(cluster.state_dir).password
+            assert password
+            for node in nodes:  # read out with Docker's archive API: a grep would put it on a command line
+                stream, _ = node.get_archive(CONFIG_DIR)
+                with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                    files = [m for m in tar.getmembers() if m.isfile()]
+                    held = [m.name for m in files if password.encode() in (tar.extractfile(m) or io.BytesIO()).read()]
+                assert files and held == [], (node.name, held)
     seen = sampler.seen
     formats = [line for line in seen if "StorageTool" in line and "format" in line]
     assert formats, "no format's command line was sampled: the check would prove nothing"

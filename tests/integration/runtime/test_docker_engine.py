@@ -22,7 +22,7 @@ from kraftform.runtime.deployment import SECRETS_FILE, STATE_FILE
 from kraftform.runtime.docker_engine import DockerRuntime
 from kraftform.runtime.engine import docker_client
 
-from ..conftest import LiveCluster
+from ..conftest import LiveCluster, assert_hardened
 from .conftest import fixture_specs
 
 
@@ -54,6 +54,18 @@ def _left_in_docker(name: str) -> list[str]:
     return ([c.name for c in client.containers.list(all=True, filters={"label": label})]
             + [v.name for v in client.volumes.list(filters={"name": f"{name}-"})]
             + [n.name for n in client.networks.list(filters={"label": label})])
+
+
+def test_every_node_runs_unprivileged_with_a_bounded_log_and_a_memory_limit_from_its_heap(
+        docker_cluster: LiveCluster) -> None:
+    from kraftform.cluster.containers import memory_limit
+    from kraftform.cluster.topology import topology
+
+    client = docker_client()
+    nodes = topology(docker_cluster.spec).nodes
+    for node in nodes:
+        assert_hardened(client.containers.get(node.name), memory_limit(node.heap_bytes))
+    assert memory_limit(nodes[0].heap_bytes) > nodes[0].heap_bytes
 
 
 def test_a_published_port_already_taken_is_refused_before_anything_is_made(tmp_path: Path) -> None:
@@ -132,9 +144,11 @@ def test_the_schema_registry_runs_beside_a_docker_cluster_and_keeps_its_subjects
     import json
     import ssl
 
+    from kraftform.cluster.containers import memory_limit
     from kraftform.errors import AuthorizationDenied, ConnectionFailed
     from kraftform.registry.rest import RegistryRest
     from kraftform.runtime.registry_container import data_volume, registry_container
+    from kraftform.specset.model import RegistrySpec
 
     state, name = docker_cluster.state_dir, docker_cluster.spec.name
     port = next(p for p in range(28100, 28200, 2) if not _listening(p) and not _listening(p + 1))
@@ -157,6 +171,7 @@ def test_the_schema_registry_runs_beside_a_docker_cluster_and_keeps_its_subjects
         assert container.attrs["HostConfig"]["PortBindings"] == {f"{port}/tcp": [{"HostIp": "127.0.0.1",
                                                                                    "HostPort": str(port)}]}
         assert not [e for e in container.attrs["Config"]["Env"] if "password" in e.lower()]
+        assert_hardened(container, memory_limit(RegistrySpec().heap_bytes))
         registry = RegistryRest(f"https://127.0.0.1:{port}/apis/ccompat/v6", str(state / "ca.pem"),
                                 str(state / "registry" / "client.pem"), str(state / "registry" / "client.key"))
         schema = json.dumps({"type": "record", "name": "Probe", "fields": [{"name": "id", "type": "string"}]})

@@ -187,14 +187,13 @@ def _listener(cluster: LiveCluster, name: str) -> str:
 NOT_NODES = ("outsider", REGISTRY_CLIENT, "registry 127.0.0.1", "kftest Connect worker 0")
 
 
-def _on_internal(conf: dict[str, Any], topic: str) -> dict[str, str]:
+def _on_internal(conf: dict[str, Any], topic: str, made: str) -> dict[str, str]:
     """What each action on the INTERNAL listener answered: a topic's metadata, a topic made, the ACLs read (how
     many were seen, or the refusal), a write."""
     admin = AdminClient(conf)
     out = {"sees the topic": str(topic in admin.list_topics(timeout=20).topics)}
-    made = unique("identity-made")
     try:
-        admin.create_topics([NewTopic(made, 1, 1)])[made].result(timeout=30)
+        admin.create_topics([NewTopic(made, 1, 3)])[made].result(timeout=30)
         out["create a topic"] = "done"
     except KafkaException as exc:
         out["create a topic"] = exc.args[0].name()
@@ -238,9 +237,9 @@ def test_no_certificate_of_the_cluster_ca_but_a_nodes_acts_on_the_internal_or_co
     secrets = load_secrets(local_cluster.state_dir)
     ca = secrets.ca
     (tmp_path / "ca.pem").write_text(ca.cert_pem)
-    topic = unique("identity")
+    topic, made = unique("identity"), unique("identity-made")
     admin = AdminClient(local_cluster.admin)
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(timeout=30)
     probe = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:identity-probe", "*",
                        AclOperation.READ, AclPermissionType.ALLOW)
     admin.create_acls([probe])[probe].result(timeout=30)
@@ -251,17 +250,26 @@ def test_no_certificate_of_the_cluster_ca_but_a_nodes_acts_on_the_internal_or_co
         return {"bootstrap.servers": internal, "security.protocol": "SSL", "ssl.ca.location": str(tmp_path / "ca.pem"),
                 "ssl.certificate.pem": pair.cert_pem, "ssl.key.pem": pair.key_pem}
 
-    node = next(pair for name, pair in secrets.node_keys.items() if "broker" in name)
-    control = _on_internal(tls(node), topic)
-    assert control["sees the topic"] == "True" and control["ACLs seen"] not in ("0", "CLUSTER_AUTHORIZATION_FAILED"), (
-        control)
-    assert _on_controller(tmp_path, node, ca.cert_pem, controllers, "node") == "done"
-    for name in NOT_NODES:
-        pair = issue(ca, name, ["localhost"], ["127.0.0.1"])
-        seen = _on_internal(tls(pair), topic)
-        acls = seen.pop("ACLs seen")
-        assert acls in ("0", "CLUSTER_AUTHORIZATION_FAILED"), (name, acls)  # Kafka 4 answers an empty list
-        assert seen == {"sees the topic": "False", "create a topic": "TOPIC_AUTHORIZATION_FAILED",
-                        "write": "TOPIC_AUTHORIZATION_FAILED"}, (name, seen)
-        refused = _on_controller(tmp_path, pair, ca.cert_pem, controllers, "other")
-        assert refused == "refused: cluster authorization", (name, refused)
+    try:
+        node = next(pair for name, pair in secrets.node_keys.items() if "broker" in name)
+        control = _on_internal(tls(node), topic, made)
+        assert control["sees the topic"] == "True" and control["create a topic"] == "done", control
+        assert control["ACLs seen"] not in ("0", "CLUSTER_AUTHORIZATION_FAILED"), control
+        assert _on_controller(tmp_path, node, ca.cert_pem, controllers, "node") == "done"
+        for name in NOT_NODES:
+            pair = issue(ca, name, ["localhost"], ["127.0.0.1"])
+            seen = _on_internal(tls(pair), topic, unique("identity-made"))
+            acls = seen.pop("ACLs seen")
+            assert acls in ("0", "CLUSTER_AUTHORIZATION_FAILED"), (name, acls)  # Kafka 4 answers an empty list
+            assert seen == {"sees the topic": "False", "create a topic": "TOPIC_AUTHORIZATION_FAILED",
+                            "write": "TOPIC_AUTHORIZATION_FAILED"}, (name, seen)
+            refused = _on_controller(tmp_path, pair, ca.cert_pem, controllers, "other")
+            assert refused == "refused: cluster authorization", (name, refused)
+    finally:  # the shared cluster as it was: later tests import and plan everything on it
+        probes = AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:identity-probe", "*",
+                                  AclOperation.READ, AclPermissionType.ALLOW)
+        admin.delete_acls([probes])[probes].result(timeout=30)
+        listed = admin.list_topics(timeout=30).topics
+        gone = [t for t in (topic, made) if t in listed]
+        for future in admin.delete_topics(gone).values():
+            future.result(timeout=30)

@@ -23,7 +23,7 @@ from kraftform.spark.containers import consumers_volume, container_name
 from kraftform.waiting import NotYet, poll
 
 from ...conftest import REPO
-from ..conftest import LiveCluster, unique
+from ..conftest import LiveCluster, assert_hardened, unique
 from ..kafka.conftest import Workspace
 from ..pulumi.engine import ProviderHost
 from .conftest import Pipeline, example_pipeline
@@ -68,6 +68,7 @@ def test_a_consumer_container_fills_its_sink_and_continues_from_its_checkpoint_a
     assert pipe.password not in json.dumps(container.attrs)
     mode = container.exec_run(["stat", "-c", "%a %u", "/etc/kraftform/client.properties"]).output.decode().strip()
     assert mode == "600 1000"
+    assert_hardened(container, None)
     sink_holds(pipe, {p["payment_id"] for p in first})
 
     container.kill(signal="SIGKILL")

@@ -87,6 +87,7 @@ def test_one_resource_holds_every_topic_and_the_outputs_users_need(
         assert (transactions["partitions"], transactions["replication_factor"], transactions["config"]) == (
             spec.partitions, spec.replication_factor, dict(spec.config))
         assert topics.inputs["protect"] is False  # dev: throw-away clusters
+        assert nodes_resource(mocks).inputs["protect"] is False  # and so their nodes
         assert values[0] == "localhost:19092,localhost:19093,localhost:19094"
         assert values[1].startswith("-----BEGIN CERTIFICATE-----")
         assert set(values[2]) == set(specs.profiles)

@@ -47,6 +47,12 @@ def test_consumers_reach_an_existing_cluster_from_containers_of_their_own(
         uploads = {u["file"]: u["content"] for u in wrapped["value"]}
         assert f"bootstrap.servers={BOOTSTRAP}\n" in uploads["/etc/kraftform/client.properties"]
         assert uploads["/etc/kraftform/ca.pem"] == CA
+        # Hardened as the runtimes' containers are: no privilege gained, no capability, a bounded log.
+        for made in containers:
+            assert made.inputs["securityOpts"] == ["no-new-privileges:true"]
+            assert made.inputs["capabilities"] == {"drops": ["ALL"]}
+            assert (made.inputs["logDriver"], made.inputs["logOpts"]) == ("json-file", {"max-size": "20m",
+                                                                                      "max-file": "5"})
         # prod: the checkpoints' volume is protected like the topics and principals.
         assert MONITOR.protected["consumers-data"]
 

@@ -191,7 +191,7 @@ def assert_hardened(container: Any, memory_bytes: int | None) -> None:
     host = container.attrs["HostConfig"]
     assert host["SecurityOpt"] == ["no-new-privileges:true"] and host["CapDrop"] == ["ALL"], host
     assert host["LogConfig"] == {"Type": "json-file", "Config": {"max-size": "20m", "max-file": "5"}}
-    assert host["Memory"] == (memory_bytes or 0)
+    assert host["Memory"] == (memory_bytes or 0) and host["MemorySwap"] == (memory_bytes or 0), host
     status = dict(line.split(":\t", 1) for line in container.exec_run(["cat", "/proc/1/status"]).output.decode()
                   .splitlines() if ":\t" in line)
     assert status["NoNewPrivs"].strip() == "1", status

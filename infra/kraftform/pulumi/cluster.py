@@ -184,6 +184,9 @@ def container_resource(name: str, spec: pulumi.Output[ContainerSpec], image_id: 
         # The hardening every container kraftform runs gets (`containers.SECURITY_OPTS`), as the runtimes' own.
         security_opts=list(SECURITY_OPTS), capabilities=docker.ContainerCapabilitiesArgs(drops=list(CAP_DROP)),
         log_driver="json-file", log_opts=dict(LOG_OPTS), memory=pick(lambda c: c.memory_bytes // 2**20 or None),
+        # No swap above the limit, as the runtimes' containers; left out, Docker reads back twice the memory and
+        # every preview showed a change (a real engine's `preview --expect-no-changes` failed on it).
+        memory_swap=pick(lambda c: c.memory_bytes // 2**20 or None),
         # The name is fixed, so the old container must go before its replacement starts; the volume, a resource
         # of its own, stays.
         opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True, depends_on=[volume, *after]))
@@ -241,7 +244,9 @@ class KafkaCluster(pulumi.ComponentResource):
                 ca_pem=v[2]))
         nodes = pulumi.Output.unsecret(made.apply(lambda s: node_inputs(spec, secrets_from_dict(s))))
         self.nodes = ClusterNodes(f"{name}-nodes", nodes_props(spec, image, made, nodes, protect=protect),
-                                  pulumi.ResourceOptions(parent=self, depends_on=needs))
+                                  # Pulumi's own protect too: a renamed cluster or `pulumi destroy` would
+                                  # delete this resource, and its volumes with it, without a Check of it.
+                                  pulumi.ResourceOptions(parent=self, depends_on=needs, protect=protect))
         #: What waits for every node to be as declared (topics, users, consumers, monitoring).
         self.ready: list[pulumi.Resource] = [self.nodes]
         self.register_outputs({"bootstrap_servers": self.bootstrap_servers, "ca_certificate": self.ca_certificate})

@@ -109,15 +109,17 @@ CONSENT = ("Run that `pulumi up` with `pulumi config set kraftform:protect false
 def removals(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[str]:
     """What an update would delete with its data, from the inputs alone (so `check` can refuse it before a
     preview ends): the nodes the old inputs ran that the new cluster section does not declare, or every node when
-    the cluster is another one (its name or mode changed: replaced, the old volumes deleted). The new `nodes`
+    the cluster is another one (its mode changed: replaced, the old volumes deleted; a new name is a resource of
+    its own, and Pulumi's `protect` on this one stops the old one's deletion). The new `nodes`
     input is not read: it is unknown in a preview while the secrets change."""
     if not olds.get("cluster") or not olds.get("nodes"):
         return []
     old, new = cluster_from_json(olds["cluster"]), cluster_from_json(news["cluster"])
     running = sorted(olds["nodes"])
-    if any(getattr(old, k) != getattr(new, k) for k in IDENTITY):
-        return [f"{name} (the cluster {old.name} is replaced by {new.name}: every node's data goes)"
-                for name in running]
+    changed = [k for k in IDENTITY if getattr(old, k) != getattr(new, k)]
+    if changed:
+        return [f"{name} (the cluster's {changed[0]} changes {getattr(old, changed[0])} -> "
+                f"{getattr(new, changed[0])}: a new cluster replaces it, every node's data goes)" for name in running]
     declared = {n.name for n in topology(in_containers(new)).nodes}
     return [f"{name} (removed from the specs: its data volume is deleted)" for name in running
             if name not in declared]

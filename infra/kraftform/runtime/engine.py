@@ -107,9 +107,10 @@ def files_tar(spec: ContainerSpec) -> bytes:
 
 def host_config(client: docker.DockerClient, memory_bytes: int = 0, **settings: object) -> dict[str, object]:
     """Docker's host configuration of any container kraftform runs: `settings` over the hardening every one gets
-    (`containers.SECURITY_OPTS`, `CAP_DROP`, `LOG_OPTS`) and its memory limit."""
+    (`containers.SECURITY_OPTS`, `CAP_DROP`, `LOG_OPTS`) and its memory limit, swap included."""
     made: dict[str, object] = client.api.create_host_config(
         security_opt=list(SECURITY_OPTS), cap_drop=list(CAP_DROP), mem_limit=memory_bytes or None,
+        memswap_limit=memory_bytes or None,  # no swap above the limit
         log_config=LogConfig(type=LogConfig.types.JSON, config=dict(LOG_OPTS)), **settings)
     return made
 

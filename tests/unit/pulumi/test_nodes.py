@@ -43,6 +43,6 @@ def test_a_protected_stack_refuses_brokers_and_controllers_removed_naming_each_a
 
 def test_a_protected_stack_refuses_the_cluster_replaced() -> None:
     spec = load_specs(EXAMPLE_SPECS).cluster
-    refused = _failures(_props(spec, True), _props(dataclasses.replace(spec, name="other"), True))
+    refused = _failures(_props(spec, True), _props(dataclasses.replace(spec, mode="combined"), True))
     assert len(refused) == len(topology(in_containers(spec)).nodes)
-    assert all("replaced by other" in r for r in refused), refused
+    assert all("mode changes dedicated -> combined" in r for r in refused), refused

@@ -88,6 +88,7 @@ def test_one_resource_holds_every_topic_and_the_outputs_users_need(
             spec.partitions, spec.replication_factor, dict(spec.config))
         assert topics.inputs["protect"] is False  # dev: throw-away clusters
         assert nodes_resource(mocks).inputs["protect"] is False  # and so their nodes
+        assert MONITOR is not None and not MONITOR.protected["platform-nodes"]
         assert values[0] == "localhost:19092,localhost:19093,localhost:19094"
         assert values[1].startswith("-----BEGIN CERTIFICATE-----")
         assert set(values[2]) == set(specs.profiles)

@@ -90,21 +90,27 @@ def test_a_cluster_made_before_the_node_identity_moves_onto_it_in_two_rolls_losi
     topic = f"day2.identity.{uuid.uuid4().hex[:6]}"
     admin = day2.admin  # kept: a client destroyed while its future is pending fails it
     admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(90)
-    producer = Producer(day2, topic)
-    try:
-        applied = day2.kraftform("apply", "--auto-approve")
-    finally:
-        acked = producer.stop()
+    applied, acked = _apply_writing(day2, topic)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     restarts = [line for line in applied.stderr.splitlines() if ": restarting (" in line and line.endswith("...")]
     assert len(restarts) == 2 * len(before), applied.stderr
     assert "trust only nodes'" in applied.stderr
     assert all(n.properties and n.properties[MAPPING_KEY] == PRINCIPAL_MAPPING for n in load(day2.state).nodes)
     assert all(is_node_certificate(k.cert_pem) for k in load_secrets(day2.state).node_keys.values())
-    assert len(acked) > 500, producer.stderr.read_text()[-2000:]
+    assert len(acked) > 500, (day2.state / "producer.stderr").read_text()[-2000:]
     lost = acked - read_values(day2, topic, 3)
     assert not lost, f"{len(lost)} acknowledged records lost"
     assert day2.placement()[2] == 0
+
+
+def _apply_writing(day2: Day2, topic: str) -> tuple[subprocess.CompletedProcess[str], set[int]]:
+    """`apply` while a VerifiableProducer with acks=all writes into `topic`: its result and the writes acknowledged."""
+    producer = Producer(day2, topic)
+    try:
+        applied = day2.kraftform("apply", "--auto-approve")
+    finally:
+        acked = producer.stop()
+    return applied, acked
 
 
 def _name(day2: Day2) -> str:
@@ -172,11 +178,7 @@ def test_an_upgrade_rolls_one_node_at_a_time_loses_no_acknowledged_write_and_fin
     planned = day2.kraftform("plan")
     assert planned.stdout.count(f"kafka_version: {OLD} -> {KAFKA_VERSION}") == 6, planned.stdout
     assert "rolling restart 1/6" in planned.stdout and "rolling restart 6/6" in planned.stdout
-    producer = Producer(day2, topic)
-    try:
-        applied = day2.kraftform("apply", "--auto-approve")
-    finally:
-        acked = producer.stop()
+    applied, acked = _apply_writing(day2, topic)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     after = day2.pids()
     assert all(after[n] != before[n] for n in before)  # each node restarted ...
@@ -187,7 +189,7 @@ def test_an_upgrade_rolls_one_node_at_a_time_loses_no_acknowledged_write_and_fin
     order = [line.split(":")[0].split("] ")[1] for line in applied.stderr.splitlines() if line.endswith("...")
              and ": restarting (" in line]
     assert sorted(order) == sorted(before) and all("controller" in n for n in order[:3]), applied.stderr
-    assert len(acked) > 1000, producer.stderr.read_text()[-2000:]
+    assert len(acked) > 1000, (day2.state / "producer.stderr").read_text()[-2000:]
     lost = acked - read_values(day2, topic, 3)
     assert not lost, f"{len(lost)} acknowledged records lost"
     assert day2.placement()[2] == 0

@@ -15,6 +15,7 @@ micro-batch in its new container.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -148,6 +149,8 @@ class SparkConsumerArgs:
     allow_reset: bool = False
     #: An Avro consumer's writer schemas by schema id (the stack's `Subjects` output): what its job decodes with.
     avro_writers: pulumi.Input[Mapping[str, str]] | None = None
+    #: The standalone cluster's secret (`SparkSecret`), for a consumer submitted to it.
+    spark_secret: pulumi.Input[str] | None = None
 
 
 class SparkConsumer(pulumi.ComponentResource):
@@ -169,12 +172,13 @@ class SparkConsumer(pulumi.ComponentResource):
             settings = replace(manifest.settings, avro_writers=dict(v[5] or {}))
             job = manifest_text(replace(manifest, settings=settings, reset_to=v[4] or ""))
             return consumer_container(consumer, args.cluster, job, args.bootstrap, manifest.mechanism, v[0], v[1],
-                                      v[2], v[3])
+                                      v[2], v[3], spark_secret=v[6] or "")
 
         # Rendered with the password, so the whole spec would be secret; only its uploads are (made secret in
         # container_resource). Name, command, volume and health check stay readable in a preview.
         spec = pulumi.Output.unsecret(pulumi.Output.all(args.password, args.ca_pem, args.network, args.image.name,
-                                                        self.state.reset_to, args.avro_writers).apply(describe))
+                                                        self.state.reset_to, args.avro_writers,
+                                                        args.spark_secret).apply(describe))
         # After its state guard, its topics and its principal's access (`after`): it logs in and reads as soon
         # as it starts. Not waited for by pulumi-docker: ConsumerReady waits and says why a job failed.
         self.container = container_resource(f"{name}-consumer", spec, args.image.image_id, args.network, args.volume,
@@ -185,16 +189,39 @@ class SparkConsumer(pulumi.ComponentResource):
         self.register_outputs({"container": self.container.name, "volume": args.volume.name})
 
 
+class SparkSecretProvider(ResourceProvider):
+    """Makes the standalone cluster's shared secret (`spark.containers.standalone_conf`) once and keeps it for the
+    stack's life: the master, the workers and each consumer's driver hold the same one."""
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult(props["cluster"], {**props, "secret": secrets.token_hex(32)})
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        return DiffResult(changes=olds.get("cluster") != news.get("cluster"), replaces=["cluster"])
+
+
+class SparkSecret(pulumi.dynamic.Resource):
+    """The standalone cluster's shared secret (`SparkSecretProvider`), a secret output."""
+
+    secret: pulumi.Output[str]
+
+    def __init__(self, name: str, cluster: str, opts: pulumi.ResourceOptions) -> None:
+        hidden = pulumi.ResourceOptions(additional_secret_outputs=["secret"])
+        super().__init__(SparkSecretProvider(), name, {"cluster": cluster, "secret": None},
+                         pulumi.ResourceOptions.merge(opts, hidden))
+
+
 class SparkCluster(pulumi.ComponentResource):
     """The Spark standalone master and workers (`cluster.spark.master: standalone`), from the same
     descriptions `kraftform consumers up` runs; consumers are submitted to it in client mode."""
 
     def __init__(self, name: str, cluster: str, spark: SparkSpec, network: pulumi.Input[str],
-                 ca_pem: pulumi.Input[str], image: docker.RemoteImage, volume: docker.Volume,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+                 ca_pem: pulumi.Input[str], secret: pulumi.Input[str], image: docker.RemoteImage,
+                 volume: docker.Volume, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("kraftform:index:SparkCluster", name, {"workers": spark.workers}, opts)
-        specs = pulumi.Output.all(network, image.name, ca_pem).apply(
-            lambda v: spark_cluster_containers(cluster, spark, v[1], v[0], v[2]))
+        # Rendered with the secret; only its uploads are secret (container_resource), as a consumer's.
+        specs = pulumi.Output.unsecret(pulumi.Output.all(network, image.name, ca_pem, secret).apply(
+            lambda v: spark_cluster_containers(cluster, spark, v[1], v[0], v[2], v[3])))
 
         def one(index: int) -> pulumi.Output[ContainerSpec]:
             return specs.apply(lambda all_specs: all_specs[index])

@@ -29,7 +29,7 @@ from kraftform.plan.brokers import declared_features
 from kraftform.plan.live import declared_principals
 from kraftform.pulumi.cluster import KafkaCluster
 from kraftform.pulumi.connect import ConnectCluster, connect_props
-from kraftform.pulumi.consumers import SparkCluster, SparkConsumer, SparkConsumerArgs
+from kraftform.pulumi.consumers import SparkCluster, SparkConsumer, SparkConsumerArgs, SparkSecret
 from kraftform.pulumi.monitoring import Monitoring
 from kraftform.pulumi.policy import SPECS_TYPE
 from kraftform.pulumi.providers import Access, BrokerSettings, Features, GroupSettings, access_props
@@ -197,8 +197,11 @@ def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None, ca
         raise pulumi.RunError(f"kraftform:allowStateReset names no declared consumer: {', '.join(unknown)} "
                               f"(declared: {', '.join(c.name for c in specs.consumers)})")
     spark: list[pulumi.Resource] = []
+    secret: pulumi.Output[str] | None = None
     if spec.spark.master == "standalone":
-        spark = list(SparkCluster("spark", spec.name, spec.spark, network, ca_pem, image, volume, options).containers)
+        secret = SparkSecret("spark-secret", spec.name, options).secret
+        spark = list(SparkCluster("spark", spec.name, spec.spark, network, ca_pem, secret, image, volume,
+                                  options).containers)
     made = {}
     for c in specs.consumers:
         # Only what this consumer uses: the topics resource (its topics exist), its principal's access, and the
@@ -209,7 +212,7 @@ def consumers(cfg: StackConfig, specs: SpecSet, cluster: KafkaCluster | None, ca
             writers = subjects.writers.apply(partial(_topics_writers, c.topics))
         made[c.name] = SparkConsumer(c.name, SparkConsumerArgs(
             consumer_manifest(c, specs), spec.name, bootstrap, secrets[c.user], ca_pem, network, image, volume, after,
-            cfg.allows_reset(c.name), writers), options)
+            cfg.allows_reset(c.name), writers, secret), options)
     return made, volume
 
 

@@ -33,6 +33,7 @@ from kraftform.spark.containers import (
     JOB_FILE,
     LABEL_CONSUMER,
     LABEL_SPARK,
+    LABEL_SPEC,
     WORK_DIR,
     consumer_container,
     spark_cluster_containers,
@@ -44,6 +45,8 @@ from kraftform.waiting import NotYet, poll
 
 #: How `kraftform` prints an error it stops on (cli.main).
 ERROR_PREFIX = "kraftform: error: "
+#: The standalone Spark cluster's shared secret (`spark.containers.standalone_conf`), in the state directory.
+SPARK_SECRET_FILE = "spark-secret"
 
 
 def _docker_deployment(state_dir: Path) -> dep.Deployment:
@@ -61,6 +64,17 @@ def engines(state_dir: Path) -> dict[str, docker.DockerClient]:
     return host_engines(state_dir)
 
 
+def spark_secret(state_dir: Path, specs: SpecSet) -> str:
+    """The standalone cluster's shared secret, made once (32 random bytes, readable by the state's owner alone) and
+    kept, so a consumer redeployed later is admitted by the master and workers already running; "" without one."""
+    if specs.cluster.spark.master != "standalone":
+        return ""
+    path = state_dir / SPARK_SECRET_FILE
+    if not path.is_file():
+        dep.write_private(path, secrets.token_hex(32))
+    return path.read_text().strip()
+
+
 def spark_cluster_specs(state_dir: Path, specs: SpecSet, image: str) -> tuple[ContainerSpec, ...]:
     """The standalone master and workers beside the Docker cluster, when the specs ask for them."""
     if specs.cluster.spark.master != "standalone":
@@ -72,7 +86,7 @@ def spark_cluster_specs(state_dir: Path, specs: SpecSet, image: str) -> tuple[Co
     hosts = spark_hosts(specs.cluster)
     return spark_cluster_containers(deployment.cluster_name, specs.cluster.spark, image,
                                     HOST_NETWORK if hosts else deployment.network("Spark's standalone cluster"),
-                                    (state_dir / "ca.pem").read_text(), hosts)
+                                    (state_dir / "ca.pem").read_text(), spark_secret(state_dir, specs), hosts)
 
 
 def container_specs(state_dir: Path, specs: SpecSet, consumers: Sequence[ConsumerSpec], image: str,
@@ -91,12 +105,12 @@ def container_specs(state_dir: Path, specs: SpecSet, consumers: Sequence[Consume
     theirs = tuple({c.user: users[c.user] for c in consumers}.values())
     found = passwords(theirs)
     require_passwords(theirs, found)
-    made = []
+    made, secret = [], spark_secret(state_dir, specs)
     for consumer in consumers:
         manifest = consumer_manifest(consumer, specs, allow_reset, avro_writers(specs, state_dir, consumer))
         made.append(consumer_container(consumer, deployment.cluster_name, manifest_text(manifest), bootstrap,
                                        manifest.mechanism, found[consumer.user] or "", ca_pem, network, image,
-                                       driver, specs.cluster.spark.shared_dir))
+                                       driver, specs.cluster.spark.shared_dir, secret))
     return made
 
 
@@ -183,15 +197,15 @@ def position_inside(state_dir: Path, state: ConsumerContainer) -> str:
 
 
 def spark_cluster_up(state_dir: Path, containers: Sequence[ContainerSpec], timeout: float) -> None:
-    """Start the standalone master and workers, keeping those already running this image (replacing a worker
-    would kill the executors of every consumer on it), and wait until the master lists every worker."""
+    """Start the standalone master and workers, keeping those already running as described (replacing a worker
+    would kill the executors of every consumer on it), and wait until every worker is registered."""
     on = engines(state_dir)
     started = []
     for spec in containers:
         client = on[spec.host]
         try:
             current = client.containers.get(spec.name)
-            if current.status == "running" and spec.image in (current.image.tags if current.image else []):
+            if current.status == "running" and current.labels.get(LABEL_SPEC) == spec.labels[LABEL_SPEC]:
                 started.append(current)
                 continue
         except NotFound:

@@ -242,8 +242,12 @@ def test_a_consumer_runs_its_executors_on_two_hosts_and_every_record_reaches_its
         assert "Spark standalone master kfhosts-spark-master with 2 worker(s): up" in up.stdout
         assert _spark_containers(a) == {"kfhosts-spark-master", "kfhosts-spark-worker-a", f"kfhosts-consumer-{READER}"}
         assert _spark_containers(b) == {"kfhosts-spark-worker-b"}
-        with urllib.request.urlopen(f"http://{a.address}:8080/json/", timeout=10) as response:
-            master = json.load(response)
+        # The master's UI answers on host a's loopback alone: read there, refused at the host's address.
+        master = json.loads(a.docker("exec", "kfhosts-spark-master", "python", "-c", (
+            "import urllib.request; print(urllib.request.urlopen('http://localhost:8080/json/').read().decode())"
+        )).stdout)
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://{a.address}:8080/json/", timeout=10)
         assert [(app["name"], app["cores"]) for app in master["activeapps"]] == [(f"kraftform-{READER}", 2)]
         # A core taken on each host's worker: the consumer's executors run on both.
         assert sorted(w["host"] for w in master["workers"] if w["coresused"] == 1) == [a.address, b.address]

@@ -101,6 +101,35 @@ def test_consumers_up_refuses_a_cluster_that_is_not_in_docker(local_cluster: Liv
     assert "holds a local cluster; consumers run in containers beside a cluster from" in done.stderr
 
 
+OUTSIDER = "kraftform-outsider"
+MASTER_UI = "http://localhost:8080/json/"
+#: An application submitted as a user would without the cluster's secret. The master gives an application it
+#: admits an id `app-...`; until then Spark calls it `spark-application-...`, and gives up after three tries.
+_OUTSIDER_JOB = f"""
+import socket, sys
+from pyspark.sql import SparkSession
+try:
+    spark = (SparkSession.builder.master(sys.argv[1]).appName({OUTSIDER!r})
+             .config("spark.driver.host", socket.gethostbyname(socket.gethostname()))
+             .config("spark.ui.enabled", "false").getOrCreate())
+    given = spark.sparkContext.applicationId
+    print("ADMITTED" if given.startswith("app-") else "REFUSED", given)
+except Exception as exc:
+    print("REFUSED", type(exc).__name__, str(exc).splitlines()[0][:300])
+"""
+
+
+def _one_shot(image: str, network: str, *command: str) -> str:
+    """`command` in a container of `image` on `network`, removed after; what it printed."""
+    out: bytes = docker_client().containers.run(image, list(command), network=network, remove=True,
+                                                stdout=True, stderr=False)
+    return out.decode(errors="replace")
+
+
+def _submit_without_the_secret(image: str, network: str, master: str) -> str:
+    return _one_shot(image, network, "python", "-c", _OUTSIDER_JOB, master)
+
+
 def test_a_consumer_submitted_to_a_standalone_spark_cluster_scores_every_payment_as_the_rule_says(
         docker_cluster: LiveCluster, tmp_path: Path) -> None:
     """The consumer's driver in its container submits to a standalone master with two workers, one core each; its
@@ -126,11 +155,22 @@ def test_a_consumer_submitted_to_a_standalone_spark_cluster_scores_every_payment
         logs = docker_client().containers.get(container_name(docker_cluster.spec.name, pipe.name)).logs()
         assert f"submitted to spark://{master_name}:7077 in client mode".encode() in logs
         apps = docker_client().containers.get(master_name).exec_run(
-            ["python", "-c", "import urllib.request; print(urllib.request.urlopen("
-                             "'http://localhost:8080/json/').read().decode())"]).output
+            ["python", "-c", f"import urllib.request; print(urllib.request.urlopen({MASTER_UI!r}).read().decode())"]
+        ).output
         running = json.loads(apps)["activeapps"]
         assert [a["name"] for a in running] == ["kraftform-fraud-scoring"]
         assert sum(a["cores"] for a in running) == 2  # the consumer's cores, one on each worker
+        network = docker_cluster.deployment.network("the outsider's container")
+        outsider = _submit_without_the_secret(image, network, f"spark://{master_name}:7077")
+        assert outsider.startswith("REFUSED"), outsider
+        seen = json.loads(docker_client().containers.get(master_name).exec_run(
+            ["python", "-c", f"import urllib.request; print(urllib.request.urlopen({MASTER_UI!r}).read().decode())"]
+        ).output)
+        assert OUTSIDER not in {a["name"] for a in (*seen["activeapps"], *seen["completedapps"])}
+        # The master's UI answers on its own loopback alone: not at its address on the cluster's network.
+        assert "URLError" in _one_shot(image, network, "python", "-c", (
+            f"import urllib.request\ntry: urllib.request.urlopen('http://{master_name}:8080/json/', timeout=5)\n"
+            f"except Exception as e: print(type(e).__name__)"))
     finally:
         down = consumers("down", "--state-dir", state, "--purge")
     assert down.returncode == 0, down.stdout + down.stderr

@@ -42,6 +42,10 @@ def cluster_secrets() -> dict[str, Any]:
     return secrets_to_dict(make_secrets(topo, docker_addressing(topo)))
 
 
+#: What the `SparkSecret` resource's provider would make (a random one), in the mocks.
+SPARK_SECRET = "mock-spark-secret"
+
+
 class Mocks(pulumi.runtime.Mocks):
     """Records every resource; the secrets resource answers as its provider would (real certificates), and a
     consumer's state guard with the output its provider makes."""
@@ -56,6 +60,8 @@ class Mocks(pulumi.runtime.Mocks):
             outputs.update(cluster_secrets())
         if args.name.endswith("-state"):
             outputs["reset_to"] = ""
+        if args.name == "spark-secret":
+            outputs["secret"] = SPARK_SECRET
         if args.typ == "docker:index/remoteImage:RemoteImage":
             outputs["imageId"] = IMAGE_ID
         return f"{args.name}-id", outputs

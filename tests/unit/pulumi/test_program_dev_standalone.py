@@ -13,7 +13,7 @@ import pytest
 from kraftform.pulumi.program import StackConfig
 
 from ...conftest import EXAMPLE_SPECS, edit
-from .mocks import IMAGE_ID, Mocks, RecordingMonitor, built_stack, pulumi_test
+from .mocks import IMAGE_ID, SECRET_SIG, SECRET_VALUE, SPARK_SECRET, Mocks, RecordingMonitor, built_stack, pulumi_test
 
 MONITOR: RecordingMonitor | None = None
 
@@ -47,5 +47,14 @@ def test_a_standalone_master_and_workers_run_beside_the_cluster_before_the_consu
             assert any(urn.endswith("::spark-master") for urn in MONITOR.dependencies[worker])
         waits_for = {urn.rsplit("::", 1)[1] for urn in MONITOR.dependencies["fraud-scoring-consumer"]}
         assert {"spark-master", "spark-worker-0", "spark-worker-1", "topics", "User:fraud-scoring"} <= waits_for
+        # One secret, the SparkSecret's output, in a secret upload of the master, each worker and each driver.
+        assert [s.name for s in mocks.of_type("pulumi-python:dynamic:Resource") if s.name == "spark-secret"]
+        for name in ("spark-master", "spark-worker-0", "spark-worker-1", "fraud-scoring-consumer"):
+            wrapped = containers[name].inputs["uploads"]
+            assert wrapped[SECRET_SIG] == SECRET_VALUE
+            conf = {u["file"]: u["content"] for u in wrapped["value"]}["/etc/kraftform/spark/spark-defaults.conf"]
+            assert f"spark.authenticate.secret {SPARK_SECRET}\n" in conf
+            inputs = containers[name].inputs
+            assert SPARK_SECRET not in str(inputs.get("envs")) + str(inputs["command"])
 
     return pulumi.Output.all(*outputs.values()).apply(check)

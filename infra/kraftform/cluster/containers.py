@@ -26,8 +26,8 @@ from kraftform.cluster.render import (
     server_args,
     tool_argfile,
 )
-from kraftform.cluster.topology import CLIENT_PORT, CONTROLLER_ID_BASE, Node, Topology
-from kraftform.specset.hosts import node_hosts
+from kraftform.cluster.topology import CLIENT_PORT, Node, Topology
+from kraftform.specset.hosts import listener_ports, metrics_port, node_hosts
 from kraftform.specset.model import ClusterSpec
 from kraftform.versions import KAFKA_VERSION
 
@@ -131,17 +131,9 @@ def in_containers(cluster: ClusterSpec) -> ClusterSpec:
 
 
 def host_ports(topo: Topology, node: Node) -> dict[str, int]:
-    """A node's listener ports on its host, from the external listener's base port: brokers base + index
-    (clients) and base + 100 + index (between brokers), controllers base + 200 + their index; its metrics at
-    `metrics_host_port`. Every node of the cluster has its own, so any two share a host."""
-    base = topo.cluster.security.external_listener.base_port
-    out: dict[str, int] = {}
-    if node.broker_index is not None:
-        out |= {"CLIENT": base + node.broker_index, "INTERNAL": base + 100 + node.broker_index}
-    if node.is_controller:
-        index = node.node_id - CONTROLLER_ID_BASE if node.node_id > CONTROLLER_ID_BASE else node.node_id
-        out["CONTROLLER"] = base + 200 + index - 1
-    return out
+    """A node's listener ports on its host (`specset.hosts.listener_ports`)."""
+    return listener_ports(topo.cluster.security.external_listener.base_port, node.node_id, node.broker_index,
+                          node.is_controller)
 
 
 def docker_addressing(topo: Topology) -> Addressing:
@@ -177,9 +169,9 @@ def bootstrap_servers(specs: tuple[ContainerSpec, ...], external_host: str) -> s
 
 
 def metrics_host_port(base_port: int, node_id: int) -> int:
-    """Where a node's metrics are published on this machine's loopback: from the external listener's base port
-    and the node id, so an added node moves nobody (brokers base+300+id, controllers base+400+id-1000)."""
-    return base_port + (400 + node_id - CONTROLLER_ID_BASE if node_id > CONTROLLER_ID_BASE else 300 + node_id)
+    """Where a node's metrics are (`specset.hosts.metrics_port`): on its host, or published on this machine's
+    loopback."""
+    return metrics_port(base_port, node_id)
 
 
 def metrics_endpoints(specs: tuple[ContainerSpec, ...]) -> dict[str, tuple[str, str]]:

@@ -209,10 +209,16 @@ class Builder:
         work from any working directory."""
         here = Path(entry.doc.file).parent
         hosts = []
-        if entry.data.get("hosts") and "host" in entry.data.get("security", {}).get("external_listener", {}):
+        listener = entry.data.get("security", {}).get("external_listener", {})
+        if entry.data.get("hosts") and "host" in listener:
             self.problems.append(Problem(entry.at("security", "external_listener", "host"),
                                          "with hosts, each broker is reached at its host's address; remove "
                                          "external_listener.host"))
+        if entry.data.get("hosts") and listener.get("enabled") is False:
+            self.problems.append(Problem(entry.at("security", "external_listener", "enabled"),
+                                         "with hosts, every broker's client listener is at its host's address from "
+                                         "base_port (clients and the other hosts reach it there): it cannot be "
+                                         "disabled; remove external_listener.enabled"))
         for i, h in enumerate(entry.data.get("hosts") or ()):
             tls = h.get("tls")
             hosts.append(Host(h["name"], h["docker"], h["address"], tuple(h.get("racks", ())),

@@ -179,6 +179,8 @@ def check_host_layout(s: SpecSet) -> Iterator[Problem]:
     hosts = s.cluster.hosts
     yield from _duplicates(hosts, lambda h: h.name, lambda h: h.location, "host name")
     yield from _duplicates(hosts, lambda h: h.address, lambda h: h.location, "host address")
+    # Two entries on one engine would be one machine counted as two: its loss would take both.
+    yield from _duplicates(hosts, lambda h: h.docker, lambda h: h.location, "host Docker endpoint")
     yield from check_hosts(s)
 
 

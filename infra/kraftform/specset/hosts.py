@@ -44,6 +44,33 @@ def laid_out_nodes(c: ClusterSpec) -> tuple[LaidOutNode, ...]:
             *(LaidOutNode(i + 1, f"{c.name}-broker-{i}", c.rack_of(i), True, False) for i in range(c.brokers)))
 
 
+def listener_ports(base_port: int, node_id: int, broker_index: int | None, controller: bool) -> dict[str, int]:
+    """A node's listener ports on its host, from the external listener's base port: brokers base + index
+    (clients) and base + 100 + index (between brokers), controllers base + 200 + their index. Every node of the
+    cluster has its own, so any two share a host."""
+    out: dict[str, int] = {}
+    if broker_index is not None:
+        out |= {"CLIENT": base_port + broker_index, "INTERNAL": base_port + 100 + broker_index}
+    if controller:
+        index = node_id - CONTROLLER_ID_BASE if node_id > CONTROLLER_ID_BASE else node_id
+        out["CONTROLLER"] = base_port + 200 + index - 1
+    return out
+
+
+def metrics_port(base_port: int, node_id: int) -> int:
+    """Where a node serves its metrics on its host (or, off hosts, is published on this machine's loopback): from
+    the base port and the node id, so an added node moves nobody (brokers base+300+id, controllers
+    base+400+id-1000)."""
+    return base_port + (400 + node_id - CONTROLLER_ID_BASE if node_id > CONTROLLER_ID_BASE else 300 + node_id)
+
+
+def node_ports(c: ClusterSpec, node: LaidOutNode) -> dict[str, int]:
+    """Every port `node` listens on at its host's address: its listeners and its metrics."""
+    base = c.security.external_listener.base_port
+    return {**listener_ports(base, node.node_id, node.node_id - 1 if node.broker else None, node.voter),
+            "metrics": metrics_port(base, node.node_id)}
+
+
 def _rack_hosts(c: ClusterSpec) -> dict[str, Host]:
     """Rack -> the first host naming it (a second is refused)."""
     out: dict[str, Host] = {}
@@ -199,7 +226,10 @@ def check_hosts(s: SpecSet) -> Iterator[Problem]:
         return
     problems = list(_layout_problems(c))
     yield from problems
-    if problems or c.host_failures_tolerated == 0:
+    if problems:
+        return
+    yield from _port_problems(s)
+    if c.host_failures_tolerated == 0:
         return
     for loss in host_losses(s):
         at = next(h.location for h in c.hosts if h.name == loss.host)
@@ -242,6 +272,39 @@ def _layout_problems(c: ClusterSpec) -> Iterator[Problem]:
     for h in c.hosts:
         if not any(placed.get(n.name) == h for n in nodes):
             yield Problem(h.location, f"host {h.name!r} runs no node: name its racks or node ids, or remove it")
+
+
+#: The standalone master's RPC port on the first Spark host (its UIs and the workers' listen on loopback).
+SPARK_MASTER_PORT = 7077
+
+
+def _port_problems(s: SpecSet) -> Iterator[Problem]:
+    """No two things kraftform runs on one host listen on one port of its address: the nodes' ports (from
+    base_port), the standalone Spark master's, and each Connect cluster's REST ports, whose workers may run on any
+    host (a worker goes to a host by its index)."""
+    c = s.cluster
+    taken: dict[str, dict[int, str]] = {h.name: {} for h in c.hosts}
+    for node in laid_out_nodes(c):
+        host = host_of_node(c, node)
+        if host is not None:
+            for listener, port in node_ports(c, node).items():
+                taken[host.name][port] = f"{node.name}'s {listener} port"
+    spark = spark_hosts(c) if c.spark.master == "standalone" else ()
+    if spark:
+        held = taken[spark[0].name].get(SPARK_MASTER_PORT)
+        if held:
+            yield Problem(c.location, f"spark: the standalone master listens on {SPARK_MASTER_PORT} of host "
+                                      f"{spark[0].name!r}, which is {held}: move security.external_listener."
+                                      f"base_port")
+        taken[spark[0].name][SPARK_MASTER_PORT] = "the Spark master's port"
+    for connect in s.connect:  # one Connect cluster's ports against another's: checks.py
+        for index in range(connect.workers):
+            port = connect.rest_port + index
+            held = next((f"{what} on host {h!r}" for h, ports in taken.items() if (what := ports.get(port))), None)
+            if held:
+                yield Problem(connect.location, f"connect {connect.name!r}: worker {index}'s REST port {port} is "
+                                                f"{held}; choose another rest_port")
+                break
 
 
 def _id_range(nodes: tuple[LaidOutNode, ...], brokers: bool) -> str:

@@ -9,6 +9,7 @@ def test_the_spark_secret_is_made_once_random_and_kept_until_the_cluster_is_anot
     provider = SparkSecretProvider()
     made = provider.create({"cluster": "platform", "secret": None})
     other = provider.create({"cluster": "platform", "secret": None})
+    assert made.outs is not None and other.outs is not None
     secret = made.outs["secret"]
     assert len(secret) == 64 and int(secret, 16) >= 0 and secret != other.outs["secret"]
     # Pulumi hands diff the old outputs: the same cluster is no change, another one a replacement (a new secret).

@@ -208,3 +208,44 @@ def test_validate_refuses_a_shared_dir_of_etc_at_its_line(specs_copy: SpecsCopy)
 """)
     found = problems(specs)
     assert any(p.startswith("spark.shared_dir '/etc' is in the host's system directory /etc") for p in found), found
+
+
+def test_two_hosts_on_one_engine_or_one_address_are_refused(specs_copy: SpecsCopy) -> None:
+    specs = with_hosts(specs_copy(), THREE_HOSTS.replace('"unix:///run/c/docker.sock", address: 10.0.0.3',
+                                                         '"unix:///run/a/docker.sock", address: 10.0.0.2'))
+    found = sorted(problem.split(" (first declared at ")[0] for problem in problems(specs))
+    assert found == ["duplicate host Docker endpoint 'unix:///run/a/docker.sock'", "duplicate host address '10.0.0.2'"]
+
+
+def test_a_disabled_external_listener_is_refused_on_hosts_not_ignored(specs_copy: SpecsCopy) -> None:
+    specs = with_hosts(specs_copy())
+    edit(specs / "cluster.yaml", "      enabled: true\n", "      enabled: false\n")
+    assert problems(specs) == [
+        "with hosts, every broker's client listener is at its host's address from base_port (clients and the other "
+        "hosts reach it there): it cannot be disabled; remove external_listener.enabled"]
+
+
+def test_the_spark_master_and_connect_workers_may_not_take_a_nodes_port_on_a_host(specs_copy: SpecsCopy) -> None:
+    """Brokers listen from base_port (clients), +100 (between brokers), +200 (controllers), +300 and +400 (metrics):
+    the standalone master's 7077 on the first Spark host and the Connect workers' REST ports (on any host) must
+    not be one of them."""
+    specs = with_hosts(specs_copy(), THREE_HOSTS + "  spark: {master: standalone, shared_dir: /mnt/kraftform}\n")
+    edit(specs / "cluster.yaml", "      base_port: 19092\n", "      base_port: 7077\n")
+    (specs / "connect.yaml").write_text("""\
+users:
+  - {name: orders-connect, password: {env: KRAFTFORM_PASSWORD_ORDERS_CONNECT}}
+  - {name: audit-connect, password: {env: KRAFTFORM_PASSWORD_AUDIT_CONNECT}}
+connect:
+  - {name: orders-connect, user: orders-connect, workers: 1, rest_port: 7378}
+  - {name: audit-connect, user: audit-connect, workers: 1, rest_port: 7379}
+""")
+    found = problems(specs)
+    assert found == [
+        "spark: the standalone master listens on 7077 of host 'host-a', which is platform-broker-0's CLIENT port: "
+        "move security.external_listener.base_port",
+        "connect 'orders-connect': worker 0's REST port 7378 is platform-broker-0's metrics port on host 'host-a'; "
+        "choose another rest_port",
+        "connect 'audit-connect': worker 0's REST port 7379 is platform-broker-1's metrics port on host 'host-b'; "
+        "choose another rest_port"]
+    edit(specs / "cluster.yaml", "      base_port: 7077\n", "      base_port: 19092\n")
+    assert load_specs(specs).connect

@@ -10,6 +10,7 @@
     ├── KafkaRequestFailed         the cluster refused or failed a request (each resource's cause listed)
     ├── ClusterUnhealthy           the cluster, a container or a job is not in the state waited for in time
     ├── EnvironmentMissing         Java, Maven, Docker, debootstrap or a Kafka tool is missing or failed here
+    │   └── HostUnreachable        one of the specs' hosts: its Docker engine does not answer
     ├── StateCorrupted             a state file (the cluster's CA, its node records) is there but unreadable
     └── InternalError              a kraftform bug, not the user's doing
 
@@ -87,6 +88,15 @@ class ClusterUnhealthy(KraftformError):
 class EnvironmentMissing(KraftformError):
     """Something kraftform runs is missing or failed on this machine: Java, Maven, Docker, debootstrap, a
     Kafka tool. `bash scripts/setup` installs all of them."""
+
+
+class HostUnreachable(EnvironmentMissing):
+    """A host's Docker engine does not answer (the host down, cut off, dropping packets): a command acts on the
+    hosts that answer where it can, and says which work waits for this one."""
+
+    def __init__(self, host: str, message: str) -> None:
+        super().__init__(message)
+        self.host = host
 
 
 class StateCorrupted(KraftformError):

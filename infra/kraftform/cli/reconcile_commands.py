@@ -251,10 +251,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if not confirmed(plan, args.auto_approve):
         return 1
     if target.runtime is not None and target.work is not None:
-        code = _apply_with_nodes(args, specs, target, options)
+        waiting = _apply_with_nodes(args, specs, target, options)
         _apply_subjects(specs, target, args.allow_destructive)
+        if waiting:
+            print(f"Applied {summary(target.plan.without_node_work())}; {waiting}")
+            return 2
         print(f"Applied {summary(target.plan)}; the cluster now matches the specs.")
-        return code
+        return 0
     after = apply_cluster(target.connection, specs, target.live, options, _progress)
     _apply_subjects(specs, target, args.allow_destructive)
     node_work = after.plan.node_work
@@ -275,14 +278,17 @@ def cmd_apply(args: argparse.Namespace) -> int:
     return 2
 
 
-def _apply_with_nodes(args: argparse.Namespace, specs: SpecSet, target: Target, options: ApplyOptions) -> int:
+def _apply_with_nodes(args: argparse.Namespace, specs: SpecSet, target: Target, options: ApplyOptions) -> str:
     """Node work first (new brokers, the roll, partition moves, removals), then what the Admin protocol does,
-    planned again against the reshaped cluster; then nothing may be left."""
+    planned again against the reshaped cluster; then nothing may be left. While a host does not answer, no node
+    work is done and the rest is: returns what waits ("" when nothing does)."""
     from kraftform.runtime.deployment import admin_config
-    from kraftform.runtime.rolling import RollOptions, carry_out, cluster_work
+    from kraftform.runtime.rolling import RollOptions, carry_out, cluster_work, waiting_text
 
     assert target.runtime is not None and target.work is not None
-    if target.work.to_do:
+    if target.work.lost_hosts:
+        _progress(f"{waiting_text(target.work)}; applying the rest")
+    elif target.work.to_do:
         carry_out(target.runtime, specs.cluster, target.work, target.connection,
                   RollOptions(node_timeout_s=args.node_timeout, gate_timeout_s=args.stop_timeout,
                               throttle_bytes_per_s=options.throttle_bytes_per_s,
@@ -292,10 +298,12 @@ def _apply_with_nodes(args: argparse.Namespace, specs: SpecSet, target: Target, 
     if not live.plan.without_node_work().empty:
         apply_cluster(connection, specs, live, options, _progress)
     left = cluster_work(target.runtime, specs.cluster, connection)
+    if left.lost_hosts:
+        return waiting_text(left)
     if left.to_do or left.refused:
         raise ClusterUnhealthy("the cluster's nodes still differ from the specs after apply:\n" +
                                render_text(Plan.of(left.changes(specs.cluster))))
-    return 0
+    return ""
 
 
 def _apply_subjects(specs: SpecSet, target: Target, allow_destructive: bool) -> None:

@@ -14,7 +14,7 @@ import json
 import re
 import shutil
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from kraftform.cluster.containers import (
 )
 from kraftform.cluster.render import ClusterSecrets, RenderedNode, make_secrets
 from kraftform.cluster.topology import topology
-from kraftform.errors import UsageError
+from kraftform.errors import HostUnreachable, UsageError
 from kraftform.kafka.health import ClusterHealth, wait_healthy
 from kraftform.plan.nodes import NodePlan, node_plan
 from kraftform.runtime import deployment as dep
@@ -135,10 +135,27 @@ def recorded_addresses(deployment: dep.Deployment) -> dict[str, str]:
 def host_engines(state_dir: Path, runtime: DockerRuntime | None = None) -> dict[str, docker.DockerClient]:
     """Host name -> its engine (`runtime`'s clients, if given), for every host the records of the cluster in
     `state_dir` name; {"": this machine's} for a cluster without hosts. Where containers beside the nodes
-    (consumers, Spark, Connect workers) are."""
+    (consumers, Spark, Connect workers) are. HostUnreachable for the first host that does not answer."""
+    engines, lost = answering_engines(state_dir, runtime)
+    if lost:
+        raise lost[0]
+    return engines
+
+
+def answering_engines(state_dir: Path, runtime: DockerRuntime | None = None
+                      ) -> tuple[dict[str, docker.DockerClient], list[HostUnreachable]]:
+    """`host_engines` of the hosts that answer, and how each of the others did not."""
     runtime = runtime or DockerRuntime(state_dir)
-    return {h: runtime.engine(h) for h in json.loads(dep.load(state_dir).extra.get(dep.HOSTS, "{}"))} or {
-        "": runtime.client}
+    hosts = json.loads(dep.load(state_dir).extra.get(dep.HOSTS, "{}"))
+    if not hosts:
+        return {"": runtime.client}, []
+    engines, lost = {}, []
+    for host in hosts:
+        try:
+            engines[host] = runtime.engine(host)
+        except HostUnreachable as exc:
+            lost.append(exc)
+    return engines, lost
 
 
 def _host_names(cluster: ClusterSpec) -> dict[str, str]:
@@ -160,6 +177,9 @@ class DockerRuntime:
         #: place it on (its record's, where there is one, wins: `engine_of`).
         self._hosts: dict[str, dict[str, Any]] = {}
         self._node_hosts: dict[str, str] = {}
+        #: Host name -> how its engine did not answer: asked once per runtime, so a lost host costs a command one
+        #: wait (`engine.HOST_ANSWER_S`), not one per node or container.
+        self._unreachable: dict[str, HostUnreachable] = {}
 
     @property
     def client(self) -> docker.DockerClient:
@@ -177,8 +197,20 @@ class DockerRuntime:
                 found = self._hosts.get(host)
                 if found is None:
                     raise UsageError(f"host {host!r} is not in the specs or the records of {self.state_dir}")
-                self._engines[host] = host_client(host, found["docker"], found["tls"])
+                if host in self._unreachable:
+                    raise self._unreachable[host]
+                try:
+                    self._engines[host] = host_client(host, found["docker"], found["tls"])
+                except HostUnreachable as exc:
+                    self._unreachable[host] = exc
+                    raise
         return self._engines[host]
+
+    def host_of(self, name: str) -> str:
+        """The host of node `name` ("": this machine's engine): the one its record names (where its container and
+        data are), else the one the specs place it on (a node being added)."""
+        recorded = self._hosts_from_state()
+        return recorded[name] if name in recorded else self._node_hosts.get(name, "")
 
     def know(self, cluster: ClusterSpec) -> None:
         """The hosts and node placement the specs give."""
@@ -195,10 +227,8 @@ class DockerRuntime:
         return {r.name: r.host for r in (*deployment.nodes, *deployment.previous.values())}
 
     def engine_of(self, name: str) -> docker.DockerClient:
-        """The engine that runs node `name`: the one its record names (where its container and data are), else the
-        one the specs place it on (a node being added)."""
-        recorded = self._hosts_from_state()
-        return self.engine(recorded[name] if name in recorded else self._node_hosts.get(name, ""))
+        """The engine that runs node `name` (`host_of`)."""
+        return self.engine(self.host_of(name))
 
     def _network(self, client: docker.DockerClient, name: str, cluster: str) -> None:
         if not client.networks.list(names=[name]):
@@ -478,33 +508,54 @@ class DockerRuntime:
 
     def stop(self) -> None:
         """Containers attached to the cluster (consumers) first, then brokers (controlled shutdown needs the
-        controllers), then controllers."""
+        controllers), then controllers: on every host that answers; then HostUnreachable naming the others (and
+        their nodes), whose containers are as they were."""
         deployment = dep.load(self.state_dir)
-        beside = [c for client in host_engines(self.state_dir, self).values()
-                  for c in attached(client, deployment.cluster_name)]
+        engines, lost = answering_engines(self.state_dir, self)
+        beside = [c for client in engines.values() for c in attached(client, deployment.cluster_name)]
         for container in beside:
             with contextlib.suppress(NotFound):
                 container.stop(timeout=60)
         for want_broker in (True, False):
-            for record in deployment.nodes:
+            for record in self._reached(deployment, lost):
                 if ("broker" in record.roles) == want_broker:
                     with contextlib.suppress(NotFound):
                         self.engine(record.host).containers.get(record.handle).stop(timeout=30)
+        self._say_lost(deployment, lost, "stopped")
+
+    @staticmethod
+    def _reached(deployment: dep.Deployment, lost: Sequence[HostUnreachable]) -> list[dep.NodeRecord]:
+        """The records of the nodes on hosts that answered."""
+        return [r for r in deployment.nodes if r.host not in {exc.host for exc in lost}]
+
+    @staticmethod
+    def _say_lost(deployment: dep.Deployment, lost: Sequence[HostUnreachable], done: str) -> None:
+        if lost:
+            raise HostUnreachable(lost[0].host, f"{done} what the hosts that answer run; not on " + "; ".join(
+                f"{exc} (nodes {', '.join(r.name for r in deployment.nodes if r.host == exc.host) or 'none'})"
+                for exc in lost) + ": run the command again once it answers (the state directory is kept)")
 
     def down(self, purge: bool = False, keep_network: bool = False) -> None:
         """Stop; with `purge`, remove the containers, their volumes, the network (unless `keep_network`: Pulumi's
-        own resource) and the state directory."""
-        self.stop()
+        own resource) and the state directory. With a host that does not answer, what the others run is stopped
+        (and purged) and the state directory kept, for a run once it answers; HostUnreachable names it."""
+        try:
+            self.stop()
+        except HostUnreachable:
+            if not purge:
+                raise
         if not purge:
             return
         deployment = dep.load(self.state_dir)
-        for engine in host_engines(self.state_dir, self).values():  # consumers, Spark, Connect workers beside it
+        engines, lost = answering_engines(self.state_dir, self)
+        for engine in engines.values():  # consumers, Spark, Connect workers beside it
             remove_attached(engine, deployment.cluster_name, [LABEL_CLUSTER], purge=True)
-        for record in deployment.nodes:
+        for record in self._reached(deployment, lost):
             client = self.engine(record.host)
             remove_if_present(client, record.handle)
             with contextlib.suppress(NotFound):
                 client.volumes.get(volume_name(record.name)).remove(force=True)
+        self._say_lost(deployment, lost, "stopped and purged")
         for network in [] if keep_network or dep.HOSTS in deployment.extra else \
                 self.client.networks.list(names=[deployment.extra["network"]]):
             network.remove()

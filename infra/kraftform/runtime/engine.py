@@ -16,6 +16,7 @@ from pathlib import Path
 
 import docker
 import docker.tls
+import requests
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 from docker.types import LogConfig
@@ -31,7 +32,7 @@ from kraftform.cluster.containers import (
     ContainerSpec,
     Healthcheck,
 )
-from kraftform.errors import EnvironmentMissing
+from kraftform.errors import EnvironmentMissing, HostUnreachable
 from kraftform.waiting import until
 
 
@@ -55,22 +56,31 @@ def _host_ca_only() -> Iterator[None]:
         os.environ.update(saved)
 
 
+#: How long a host's engine has to answer its first requests (its API version, a ping): a host that is down, cut
+#: off or dropping packets costs a command this much, not the request timeout below.
+HOST_ANSWER_S = 5
+#: Any later request to an engine that answered (a container stopping, an image loading) may take this long.
+REQUEST_TIMEOUT_S = 300
+
+
 def host_client(name: str, endpoint: str, tls: Sequence[str] | None = None) -> docker.DockerClient:
     """The Docker engine of one of the spec's hosts: a unix socket, tcp:// with the client certificate `tls`
     (ca, cert, key) verified against its CA, or ssh:// through the machine's own ssh client (its keys, agent and
-    known_hosts: kraftform holds no SSH secret)."""
+    known_hosts: kraftform holds no SSH secret). HostUnreachable when it does not answer within HOST_ANSWER_S."""
     try:
         config = docker.tls.TLSConfig(client_cert=(tls[1], tls[2]), ca_cert=tls[0], verify=True) if tls else None
         with _host_ca_only():
             client = docker.DockerClient(base_url=endpoint, tls=config, use_ssh_client=endpoint.startswith("ssh://"),
-                                         timeout=300)
+                                         timeout=HOST_ANSWER_S)
         # The host's CA alone verifies it: requests would otherwise take REQUESTS_CA_BUNDLE (the machine's public
         # CAs) over the one given, and route the Docker API through an HTTP(S)_PROXY.
         client.api.trust_env = False
         client.ping()
+        client.api.timeout = REQUEST_TIMEOUT_S
         return client
-    except docker.errors.DockerException as exc:
-        raise EnvironmentMissing(f"host {name!r}: no Docker engine answers at {endpoint} ({exc})") from None
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        raise HostUnreachable(name, f"host {name!r}: no Docker engine answers at {endpoint} within {HOST_ANSWER_S} "
+                                    f"s ({exc})") from None
 
 
 def engine_healthcheck(check: Healthcheck | None) -> dict[str, object] | None:

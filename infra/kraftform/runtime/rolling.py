@@ -23,7 +23,14 @@ from kraftform.cluster.connection import Connection
 from kraftform.cluster.identity import MAPPING_KEY, MOVING_MAPPING
 from kraftform.cluster.render import RenderedNode
 from kraftform.cluster.topology import Node, Role, topology
-from kraftform.errors import ClusterUnhealthy, ConnectionFailed, KafkaRequestFailed, KraftformError, PlanRefusedError
+from kraftform.errors import (
+    ClusterUnhealthy,
+    ConnectionFailed,
+    HostUnreachable,
+    KafkaRequestFailed,
+    KraftformError,
+    PlanRefusedError,
+)
 from kraftform.kafka import gates
 from kraftform.kafka.apply import Applier, ApplyOptions
 from kraftform.monitoring.status import Partition as ReadPartition
@@ -87,6 +94,15 @@ class RollOptions:
 
 
 @dataclass(frozen=True)
+class LostHost:
+    """A host whose Docker engine does not answer, and the recorded nodes on it: their state is unknown."""
+
+    host: str
+    why: str
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ClusterWork:
     """Node work of one cluster, in the order apply carries it out, for the plan and for `carry_out`."""
 
@@ -108,6 +124,8 @@ class ClusterWork:
     #: Declared, recorded nodes whose process or container is not running (crashed, killed, stopped by hand):
     #: started again with their data and configuration before anything else.
     stopped: tuple[str, ...] = ()
+    #: Hosts that did not answer: no node work is done while one is lost (a roll or a move needs every replica).
+    lost_hosts: tuple[LostHost, ...] = ()
 
     @property
     def to_do(self) -> bool:
@@ -122,10 +140,14 @@ class ClusterWork:
     def changes(self, cluster: ClusterSpec) -> list[Change]:
         """The plan's rendering of the work: a change per differing setting of each node to restart (with its
         place in the roll), one per node added or removed, and the partition moves."""
-        out = [Change(Action.UPDATE, Kind.CLUSTER, name, Safety.SAFE,
-                      "declared and not running (its process or container is gone: crashed, killed or stopped "
-                      "outside kraftform): started again with its data and configuration as they are, before any "
-                      "other node work", "running", "stopped", "running") for name in self.stopped]
+        out = [Change(Action.UPDATE, Kind.CLUSTER, f"host {h.host}", Safety.SAFE,
+                      f"{h.why}: whether its nodes ({', '.join(h.nodes)}) run is unknown, and the node work below "
+                      f"waits until it answers; the rest of the plan is applied without it", "engine",
+                      "not answering", "answering") for h in self.lost_hosts]
+        out += [Change(Action.UPDATE, Kind.CLUSTER, name, Safety.SAFE,
+                       "declared and not running (its process or container is gone: crashed, killed or stopped "
+                       "outside kraftform): started again with its data and configuration as they are, before any "
+                       "other node work", "running", "stopped", "running") for name in self.stopped]
         out += [Change(Action.UPDATE, Kind.CLUSTER, name, Safety.DISRUPTIVE,
                        "an earlier roll was interrupted while restarting this node: it is checked first, kept if it "
                        "is back with its new configuration, else started again with its previous one (and the apply "
@@ -196,10 +218,20 @@ def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection,
     dynamic = dep.load_secrets(runtime.state_dir).dynamic_quorum
     strays = tuple(sorted(set(quorum.behind_ms) - declared - leaving)) if quorum and dynamic else ()
     in_progress = interrupted(deployment)
-    stopped = tuple(r.name for r in deployment.nodes
-                    if r.name not in in_progress and r.node_id not in leaving and not runtime.process_id(r.name))
+    stopped: list[str] = []
+    lost: dict[str, LostHost] = {}
+    for r in deployment.nodes:
+        if r.name in in_progress or r.node_id in leaving:
+            continue
+        try:
+            if not runtime.process_id(r.name):
+                stopped.append(r.name)
+        except HostUnreachable as exc:
+            held = lost.get(exc.host, LostHost(exc.host, str(exc), ()))
+            lost[exc.host] = dataclasses.replace(held, nodes=(*held.nodes, r.name))
     work = ClusterWork(ordered(plan, active), plan.refused, pending, active, stray_voters=strays,
-                       in_progress=in_progress, stopped=stopped, throttle_bytes_per_s=throttle_bytes_per_s)
+                       in_progress=in_progress, stopped=tuple(stopped), throttle_bytes_per_s=throttle_bytes_per_s,
+                       lost_hosts=tuple(lost.values()))
     if not work.moves_partitions:
         return work
     try:
@@ -212,6 +244,11 @@ def cluster_work(runtime: Nodes, cluster: ClusterSpec, connection: Connection,
         return dataclasses.replace(work, estimate=_estimate(connection, work, cluster.placement.even_topics))
     except PlacementRefused as exc:
         return dataclasses.replace(work, refused=(*work.refused, f"the brokers cannot be removed: {exc}"))
+
+
+def waiting_text(work: ClusterWork) -> str:
+    """What node work waits for, and why."""
+    return "node work waits for " + "; ".join(h.why for h in work.lost_hosts)
 
 
 def interrupted(deployment: dep.Deployment) -> tuple[str, ...]:
@@ -281,6 +318,8 @@ def carry_out(runtime: Nodes, cluster: ClusterSpec, work: ClusterWork, connectio
     if work.refused:
         raise PlanRefusedError("the cluster's nodes cannot be changed as declared; nothing was done:\n" +
                                "\n".join(f"  {r}" for r in work.refused))
+    if work.lost_hosts:
+        raise ClusterUnhealthy(waiting_text(work))
     for name in work.stopped:
         _start_stopped(runtime, name, connection, options, progress)
     for name in work.in_progress:

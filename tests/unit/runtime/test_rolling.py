@@ -3,10 +3,13 @@ flight, a declared node that is not running."""
 
 from __future__ import annotations
 
+import pytest
+
 from kraftform.declared import load_specs
+from kraftform.errors import ClusterUnhealthy
 from kraftform.plan.changes import Action, Safety
 from kraftform.runtime.deployment import Deployment, NodeRecord
-from kraftform.runtime.rolling import ROLLING, ClusterWork, interrupted
+from kraftform.runtime.rolling import ROLLING, ClusterWork, LostHost, RollOptions, carry_out, interrupted, waiting_text
 
 from ...conftest import EXAMPLE_SPECS
 
@@ -49,3 +52,18 @@ def test_a_declared_node_that_is_not_running_is_work_to_do_a_safe_start_shown_be
         "p-broker-2", "running", "stopped", "running", Safety.SAFE)
     assert "started again with its data and configuration as they are" in started.reason
     assert checked.resource == "p-broker-1"
+
+
+def test_a_host_that_does_not_answer_is_shown_first_and_node_work_waits_for_it() -> None:
+    """The plan names the lost host, its nodes and that node work waits; `carry_out` does none of it."""
+    cluster = load_specs(EXAMPLE_SPECS).cluster
+    why = "host 'b': no Docker engine answers at tcp://10.0.0.2:2376 within 5 s (refused)"
+    work = ClusterWork(stopped=("p-broker-0",), lost_hosts=(LostHost("b", why, ("p-broker-1", "p-controller-1")),))
+    lost, started = work.changes(cluster)
+    assert (lost.resource, lost.key, lost.current, lost.desired, lost.safety) == (
+        "host b", "engine", "not answering", "answering", Safety.SAFE)
+    assert lost.reason.startswith(why) and "(p-broker-1, p-controller-1)" in lost.reason
+    assert "node work below waits until it answers" in lost.reason and started.resource == "p-broker-0"
+    assert waiting_text(work) == f"node work waits for {why}"
+    with pytest.raises(ClusterUnhealthy, match="node work waits for host 'b'"):
+        carry_out(None, cluster, work, None, RollOptions(), print)  # type: ignore[arg-type]

@@ -28,6 +28,7 @@ from kraftform.cluster.containers import (
     ContainerSpec,
     Healthcheck,
 )
+from kraftform.specset.hosts import SPARK_MASTER_PORT
 from kraftform.specset.model import ConsumerSpec, Host, SparkSpec
 
 SPARK_VENV = "/opt/kraftform/venv"
@@ -49,7 +50,6 @@ START_PERIOD_S = 240
 LABEL_CONSUMER = "dev.kraftform.consumer"
 #: On the standalone master and workers, with the role as its value.
 LABEL_SPARK = "dev.kraftform.spark"
-SPARK_MASTER_PORT = 7077
 SPARK_MASTER_UI_PORT = 8080
 SPARK_WORKER_UI_PORT = 8081
 #: Where every container of a standalone cluster (master, workers, drivers) finds `spark-defaults.conf`: Spark's

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kraftform.spark.containers import SPARK_MASTER_PORT, spark_master_name
+from kraftform.spark.containers import spark_master_name
 from kraftform.spark.query import QueryFacts, analyze
-from kraftform.specset.hosts import spark_hosts
+from kraftform.specset.hosts import SPARK_MASTER_PORT, spark_hosts
 from kraftform.specset.model import REALTIME, ClusterSpec, ConsumerSpec, SpecSet
 from kraftform.units import parse_duration_ms
 

@@ -53,7 +53,7 @@ from kraftform.runtime.engine import (
 )
 from kraftform.runtime.images import build_kafka
 from kraftform.runtime.local import last_error_line
-from kraftform.specset.hosts import node_hosts
+from kraftform.specset.hosts import moved_addresses, node_hosts
 from kraftform.specset.model import ClusterSpec, Host
 
 #: On each node's container: its `NodeRecord` (no secrets in it), so the deployment can be read back from Docker
@@ -266,6 +266,9 @@ class DockerRuntime:
                  f"{placed.get(r.name) or 'this machine'}: a node does not move between hosts (its data is on its "
                  f"host's volume); add a node on the new host, let the plan move replicas to it, then remove this one"
                  for r in deployment.nodes if r.name in wanted and r.host != placed.get(r.name, "")]
+        recorded = {name: str(h["address"]) for name, h in json.loads(deployment.extra.get(dep.HOSTS, "{}")).items()
+                    if h.get("address")}
+        moved += moved_addresses(cluster, recorded, (r.host for r in deployment.nodes))
         return dataclasses.replace(plan, refused=plan.refused + tuple(moved)) if moved else plan
 
     def up(self, cluster: ClusterSpec, admin_password: str | None = None, timeout: float = 240,

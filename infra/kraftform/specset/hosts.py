@@ -9,7 +9,7 @@ ceil(RF / racks) replicas on one rack), so what a host can take down is counted 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from kraftform.errors import Problem
@@ -320,6 +320,19 @@ def _endpoint_problems(h: Host) -> Iterator[Problem]:
                                   f"engine started with --tlsverify), or use ssh://")
     if h.tls is not None and scheme != "tcp":
         yield Problem(h.location, f"host {h.name!r}: tls is for a tcp:// endpoint, not {scheme}://")
+
+
+def moved_addresses(c: ClusterSpec, recorded: Mapping[str, str], running: Iterable[str]) -> tuple[str, ...]:
+    """Why a running cluster cannot follow its specs to a host's new address: each host that runs nodes
+    (`running`: their hosts' names) and whose address (`recorded`: host -> address) the specs change. Its nodes'
+    certificates, their listeners and the quorum's voters name the old one; a roll would restart them into
+    connections that fail the TLS check."""
+    hosts = set(running)
+    return tuple(f"host {h.name!r}: its address changed from {recorded[h.name]} to {h.address}, but its nodes' "
+                 f"certificates, listeners and the quorum's voters name {recorded[h.name]}: kraftform does not move "
+                 f"running nodes to a new address. Give the host its address back, or declare a new host at the new "
+                 f"address, let the plan move the replicas there, then remove this one"
+                 for h in c.hosts if h.name in hosts and recorded.get(h.name, h.address) != h.address)
 
 
 def layout(c: ClusterSpec) -> Mapping[str, tuple[str, ...]]:

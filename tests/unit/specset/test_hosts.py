@@ -16,6 +16,7 @@ from kraftform.specset.hosts import (
     host_losses,
     laid_out_nodes,
     layout,
+    moved_addresses,
     replicas_on_host,
     spark_hosts,
     unsafe_shared_dir,
@@ -249,3 +250,13 @@ connect:
         "choose another rest_port"]
     edit(specs / "cluster.yaml", "      base_port: 7077\n", "      base_port: 19092\n")
     assert load_specs(specs).connect
+
+
+def test_a_running_hosts_new_address_is_refused_naming_both_addresses(specs_copy: SpecsCopy) -> None:
+    """Its nodes' certificates and the voters name the recorded address: a roll onto the new one would fail TLS."""
+    cluster = load_specs(with_hosts(specs_copy())).cluster
+    recorded = {"host-a": "10.0.0.1", "host-b": "10.0.0.9", "host-c": "10.0.0.8"}
+    [why] = moved_addresses(cluster, recorded, ["host-a", "host-b"])  # host c runs no node: its move is free
+    assert why.startswith("host 'host-b': its address changed from 10.0.0.9 to 10.0.0.2, but its nodes' "
+                          "certificates, listeners and the quorum's voters name 10.0.0.9")
+    assert moved_addresses(cluster, {"host-a": "10.0.0.1"}, ["host-a", "host-b"]) == ()  # unrecorded: nothing to say

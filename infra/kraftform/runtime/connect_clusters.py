@@ -19,7 +19,7 @@ from kraftform.cluster.connect import rest_port
 from kraftform.cluster.connection import Connection
 from kraftform.cluster.containers import LABEL_CLUSTER, network_bootstrap
 from kraftform.connect.rest import ConnectRest
-from kraftform.errors import ConnectionFailed, KafkaRequestFailed, UsageError
+from kraftform.errors import ConnectionFailed, HostUnreachable, KafkaRequestFailed, UsageError
 from kraftform.monitoring.status import ConnectSeen
 from kraftform.plan.connectors import Logins
 from kraftform.plan.live import OwnLogin
@@ -35,7 +35,7 @@ from kraftform.runtime.connect import (
     stop_recorded,
 )
 from kraftform.runtime.connect_containers import LABEL_CONNECT, ConnectDeployment, DockerConnectWorkers
-from kraftform.runtime.docker_engine import host_engines, recorded_addresses
+from kraftform.runtime.docker_engine import answering_engines, recorded_addresses
 from kraftform.runtime.engine import docker_client
 from kraftform.specset.model import ConnectSpec, SpecSet
 from kraftform.statefiles import read_json
@@ -63,10 +63,13 @@ class DockerStateWorkers(ConnectWorkers):
                               made["store_password"], dict(logins or {}),
                               {name: environment.get(name, "") for name in self.spec.environment_names}
                               if environment is not None else {}, hosts)
-        # On hosts every worker is on a host's engine: this machine need not run one.
-        engines = host_engines(self.state_dir) if hosts else {}
+        # On hosts every worker is on a host's engine: this machine need not run one. A host that does not answer
+        # has its workers counted as not running; acting on one of them names the host.
+        engines, lost = answering_engines(self.state_dir) if hosts else ({}, [])
+        if hosts and not engines:
+            raise lost[0]
         client = next(iter(engines.values())) if engines else docker_client()
-        return DockerConnectWorkers(client, d, str(dep.admin_config(self.state_dir).ca_path), engines)
+        return DockerConnectWorkers(client, d, str(dep.admin_config(self.state_dir).ca_path), engines, lost)
 
     def _recorded_logins(self) -> dict[str, str]:
         return {u: text for u in self.spec.connector_users if (text := _read(self.logins_dir / u)) is not None}
@@ -101,7 +104,14 @@ class DockerStateWorkers(ConnectWorkers):
         return self.running()
 
     def down(self, purge: bool = False) -> None:
-        self._docker().down()
+        """The workers on the hosts that answer stopped (and, with `purge`, their records); HostUnreachable naming
+        a host that did not, whose workers are left as they were, and the records kept for a run once it answers."""
+        workers = self._docker()
+        workers.down()
+        if workers.lost:
+            exc = next(iter(workers.lost.values()))
+            raise HostUnreachable(exc.host, f"{exc}: Connect cluster {self.spec.name!r}'s workers there were left as "
+                                            f"they were; run it again once the host answers")
         if purge:
             shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -125,7 +135,7 @@ def _recorded_containers(state_dir: Path, name: str, running_only: bool) -> list
                                          f"{LABEL_CONNECT}={name}"]}
     if running_only:
         filters["status"] = "running"
-    return [c for client in host_engines(state_dir).values()
+    return [c for client in answering_engines(state_dir)[0].values()
             for c in client.containers.list(all=not running_only, filters=filters)]
 
 

@@ -24,7 +24,7 @@ import contextlib
 import hashlib
 import json
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,7 +48,7 @@ from kraftform.cluster.connect import (
 from kraftform.cluster.connection import SASL_SSL, Connection
 from kraftform.cluster.containers import CONTAINER_UID, HOST_NETWORK, LABEL_CLUSTER, LABEL_HOST, memory_limit
 from kraftform.connect.rest import ConnectRest
-from kraftform.errors import ClusterUnhealthy
+from kraftform.errors import ClusterUnhealthy, HostUnreachable
 from kraftform.runtime.connect import (
     CLASS_PATH_PLUGINS,
     DEFAULT_PLUGINS,
@@ -188,15 +188,20 @@ class DockerConnectWorkers:
     kraftform's REST client checks the workers' certificates against."""
 
     def __init__(self, client: docker.DockerClient, deployment: ConnectDeployment, ca_path: str,
-                 engines: Mapping[str, docker.DockerClient] | None = None) -> None:
-        """`engines`: each host's engine by its name, for a deployment on hosts; `client` runs the rest."""
+                 engines: Mapping[str, docker.DockerClient] | None = None,
+                 lost: Sequence[HostUnreachable] = ()) -> None:
+        """`engines`: each host's engine by its name, for a deployment on hosts (`lost`: the hosts that did not
+        answer, whose workers count as not running); `client` runs the rest."""
         self.client = client
         self.d = deployment
         self.ca_path = ca_path
         self.engines = dict(engines or {})
+        self.lost = {exc.host: exc for exc in lost}
 
     def engine(self, index: int) -> docker.DockerClient:
         host = self.d.host(index)
+        if host and host[0] in self.lost:
+            raise self.lost[host[0]]
         return self.engines[host[0]] if host else self.client
 
     def containers(self) -> dict[int, Container]:

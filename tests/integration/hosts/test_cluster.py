@@ -312,6 +312,7 @@ def test_connect_workers_spread_over_the_hosts_and_a_sink_reads_every_record(
         assert status.returncode == 0 and "2 of 2 worker(s) running" in status.stdout, status.stdout + status.stderr
         _until(f"the sink to hold all {RECORDS} records", 180, lambda: _sunk([a, b]) >= RECORDS)
         assert _sunk([a, b]) == RECORDS
+        _connect_with_a_host_lost(on_hosts, b)
     finally:
         down = _connect(on_hosts, "down", "--purge")
         # Decommissioned as a user would: its section and user out of the specs, its grants and user deleted.
@@ -323,6 +324,26 @@ def test_connect_workers_spread_over_the_hosts_and_a_sink_reads_every_record(
     assert removed.returncode == 0, removed.stdout + removed.stderr
     planned = on_hosts.kraftform("plan")
     assert planned.returncode == 0 and "No changes" in planned.stdout, planned.stdout + planned.stderr
+
+
+def _connect_with_a_host_lost(day2: Day2, lost: harness.Host) -> None:
+    """Host b (worker 1, a broker and a controller) SIGKILLed: `status` still reads the Connect cluster through the
+    worker that answers and exits 2 naming the host, `connect status` counts 1 of 2 workers, neither with a
+    traceback; then b back and everything whole again."""
+    harness.kill(lost)
+    try:
+        _until("status to name the lost host", 120, lambda: f"host {lost.name} ({lost.address}) is lost" in
+               _status(day2).stdout)
+        status = _status(day2)
+        said = status.stdout + status.stderr
+        assert status.returncode == 2 and "Traceback" not in said, said
+        assert f"Connect cluster {CONNECT}: 1 of 2 worker(s) running" in said, said
+        connect = _connect(day2, "status")
+        said = connect.stdout + connect.stderr
+        assert "1 of 2 worker(s) running" in said and "Traceback" not in said, said
+    finally:
+        harness.start_engine(lost)
+    _back(day2)
 
 
 def _labelled(host: harness.Host, connect: str) -> set[str]:

@@ -168,12 +168,6 @@ def bootstrap_servers(specs: tuple[ContainerSpec, ...], external_host: str) -> s
                     if p.container_port != METRICS_PORT)
 
 
-def metrics_host_port(base_port: int, node_id: int) -> int:
-    """Where a node's metrics are (`specset.hosts.metrics_port`): on its host, or published on this machine's
-    loopback."""
-    return metrics_port(base_port, node_id)
-
-
 def metrics_endpoints(specs: tuple[ContainerSpec, ...]) -> dict[str, tuple[str, str]]:
     """Node name -> (roles, host:port) of its published metrics."""
     return {s.name: (s.labels.get(LABEL_ROLES, ""), f"{p.host_ip}:{p.host_port}") for s in specs for p in s.ports
@@ -264,7 +258,7 @@ def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_
         files += (ContainerFile(f"{CONFIG_DIR}/{FORMAT_ARGS}", tool_argfile(r.scram_args), 0o600, True),)
         port = addr.external_port(topo, r.node)
         # Metrics on loopback only, whatever host the brokers advertise: nothing else needs them.
-        metrics = PortBinding(METRICS_PORT, metrics_host_port(base, r.node.node_id))
+        metrics = PortBinding(METRICS_PORT, metrics_port(base, r.node.node_id))
         spec = ContainerSpec(
             name=r.node.name, hostname=r.node.name, image=image, command=_command(r, secrets.cluster_id),
             network=network, aliases=(r.node.name,), volume=volume_name(r.node.name), volume_path=DATA_DIR,
@@ -277,7 +271,7 @@ def container_specs(topo: Topology, secrets: ClusterSecrets, image: str = LOCAL_
         host = placed.get(r.node.name)
         if host is not None:
             spec = dataclasses.replace(
-                spec, command=_command(r, secrets.cluster_id, host.address, metrics_host_port(base, r.node.node_id)),
+                spec, command=_command(r, secrets.cluster_id, host.address, metrics_port(base, r.node.node_id)),
                 network=HOST_NETWORK, aliases=(), ports=(), labels={**spec.labels, LABEL_HOST: host.name},
                 host=host.name)
         specs.append(spec)
@@ -298,5 +292,5 @@ def node_metrics(topo: Topology, specs: tuple[ContainerSpec, ...]) -> dict[str, 
     if not topo.cluster.hosts:
         return metrics_endpoints(specs)
     base, placed = topo.cluster.security.external_listener.base_port, node_hosts(topo.cluster)
-    return {n.name: (",".join(n.roles), f"{placed[n.name].address}:{metrics_host_port(base, n.node_id)}")
+    return {n.name: (",".join(n.roles), f"{placed[n.name].address}:{metrics_port(base, n.node_id)}")
             for n in topo.nodes}

@@ -86,14 +86,14 @@ def _ephemeral_low() -> int:
 def free_base_port(cluster: ClusterSpec) -> int:
     """A published port base for a Docker test cluster, below the kernel's client ports, such that Docker could
     bind every port it would publish now: each broker's external listener (base + its index) and each node's
-    metrics (`metrics_host_port`)."""
-    from kraftform.cluster.containers import metrics_host_port
+    metrics (`specset.hosts.metrics_port`)."""
     from kraftform.cluster.topology import topology
     from kraftform.runtime.docker_engine import port_taken
+    from kraftform.specset.hosts import metrics_port
 
     nodes = topology(cluster).nodes
     offsets = sorted({n.broker_index for n in nodes if n.broker_index is not None}
-                     | {metrics_host_port(0, n.node_id) for n in nodes})
+                     | {metrics_port(0, n.node_id) for n in nodes})
     top = _ephemeral_low() - offsets[-1] - 1
     for _ in range(200):
         port = random.randint(min(10000, top), top)

@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 from docker.errors import ImageNotFound
 
-from kraftform.cluster.containers import metrics_host_port, network_name
+from kraftform.cluster.containers import network_name
 from kraftform.cluster.topology import CONTROLLER_ID_BASE
 from kraftform.declared import load_specs
 from kraftform.runtime.deployment import SECRETS_FILE, STATE_FILE
 from kraftform.runtime.docker_engine import DockerRuntime
 from kraftform.runtime.engine import docker_client
+from kraftform.specset.hosts import metrics_port as node_metrics_port
 
 from ..conftest import LiveCluster, assert_hardened
 from .conftest import fixture_specs
@@ -73,7 +74,7 @@ def test_a_published_port_already_taken_is_refused_before_anything_is_made(tmp_p
     base = fixture_specs(specs, name="kfport")["cluster"]["security"]["external_listener"]["base_port"]
     state = tmp_path / "state"
     # A metrics port, the way CI met it: not the first port, and taken by someone else's socket.
-    metrics_port = base + metrics_host_port(0, CONTROLLER_ID_BASE + 1)
+    metrics_port = base + node_metrics_port(0, CONTROLLER_ID_BASE + 1)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", metrics_port))
         taken.listen()

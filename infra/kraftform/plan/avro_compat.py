@@ -17,12 +17,12 @@ PROMOTIONS = {"int": {"long", "float", "double"}, "long": {"float", "double"}, "
 PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
 
 
-def _names(schema: Any, namespace: str = "", table: dict[str, Any] | None = None) -> dict[str, Any]:
+def named_types(schema: Any, namespace: str = "", table: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every named type (record, enum, fixed) by its full name and its short name."""
     table = {} if table is None else table
     if isinstance(schema, list):
         for branch in schema:
-            _names(branch, namespace, table)
+            named_types(branch, namespace, table)
     elif isinstance(schema, dict):
         kind = schema.get("type")
         if kind in ("record", "enum", "fixed"):
@@ -33,16 +33,16 @@ def _names(schema: Any, namespace: str = "", table: dict[str, Any] | None = None
             table.setdefault(name.rsplit(".", 1)[-1], schema)
             namespace = space or ""
         for field in schema.get("fields", ()) if kind == "record" else ():
-            _names(field.get("type"), namespace, table)
+            named_types(field.get("type"), namespace, table)
         for key in ("items", "values"):
             if key in schema:
-                _names(schema[key], namespace, table)
+                named_types(schema[key], namespace, table)
         if isinstance(kind, (dict, list)):
-            _names(kind, namespace, table)
+            named_types(kind, namespace, table)
     return table
 
 
-def _resolve(schema: Any, table: dict[str, Any]) -> Any:
+def resolved(schema: Any, table: dict[str, Any]) -> Any:
     """A name used as a type, replaced by its definition; `{"type": "int"}` as `int`."""
     if isinstance(schema, str) and schema not in PRIMITIVES:
         return table.get(schema, table.get(schema.rsplit(".", 1)[-1], schema))
@@ -62,19 +62,19 @@ def _kind(schema: Any) -> str:
 
 def unreadable(reader: Any, writer: Any) -> list[str]:
     """Why a reader of `reader` cannot read data written with `writer`: empty when it can."""
-    return list(_problems(reader, writer, _names(reader), _names(writer), "", set()))
+    return list(_problems(reader, writer, named_types(reader), named_types(writer), "", set()))
 
 
 def _problems(reader: Any, writer: Any, rt: dict[str, Any], wt: dict[str, Any], at: str,
               seen: set[tuple[str, str]]) -> Iterator[str]:
-    reader, writer = _resolve(reader, rt), _resolve(writer, wt)
+    reader, writer = resolved(reader, rt), resolved(writer, wt)
     rk, wk = _kind(reader), _kind(writer)
     where = at or "the top level"
     if wk == "union":
         for branch in writer:
             if not any(not list(_problems(r, branch, rt, wt, at, set(seen)))
                        for r in (reader if rk == "union" else [reader])):
-                yield f"{where}: the writer's {_kind(_resolve(branch, wt))} has no matching type in the reader"
+                yield f"{where}: the writer's {_kind(resolved(branch, wt))} has no matching type in the reader"
         return
     if rk == "union":
         if not any(not list(_problems(r, writer, rt, wt, at, set(seen))) for r in reader):

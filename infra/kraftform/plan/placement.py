@@ -668,9 +668,16 @@ def target_assignment(current: Mapping[Partition, tuple[int, ...]], racks: Mappi
             received.update(dict.fromkeys(added, size))
             sent[current[tp][0]] += size * len(added)
     moves.busiest_bytes = max([*received.values(), *sent.values(), 0])
-    # A detour counted where the shares' ties would have let the direct move cost nothing more: only the copies
-    # above the bound are the racks' price.
-    moves.detours = min(moves.detours, max(0, moves.replicas_moved - bound.replicas))
+    # A broker that both sends and receives carries replicas through: what the racks made it pass on (a rack
+    # over its share sheds replicas of other topics so the spread topics' replicas can stay) counts as a detour
+    # even where the walk above counted none. A detour counted where the shares' ties would have let the direct
+    # move cost nothing more is not one: only the copies above the bound are the racks' price.
+    sends, receives = Counter[int](), Counter[int]()
+    for tp, replicas in balanced.items():
+        sends.update(set(current[tp]) - set(replicas))
+        receives.update(set(replicas) - set(current[tp]))
+    carried = sum(min(sends[b], receives[b]) for b in sends)
+    moves.detours = min(max(moves.detours, carried), max(0, moves.replicas_moved - bound.replicas))
     moves.partitions = len(moves.copies)
     partitions: dict[str, int] = {}
     for topic, partition in balanced:

@@ -25,6 +25,7 @@ from kraftform.plan.placement import (
     estimate_moves,
     kafka_layout,
 )
+from kraftform.plan.schema_fields import describe
 from kraftform.plan.state import state_of
 from kraftform.plan.subjects import level_change_safety, same_schema
 from kraftform.specset.checks import IRREVERSIBLE_FEATURES
@@ -209,7 +210,9 @@ def subject_diff(base: SpecSet, head: SpecSet) -> list[Change]:
                                                  f"other side first): {'; '.join(readers)}")
         else:
             safety, reason = Safety.SAFE, "a new version compatible both ways"
-        changes.append(Change(Action.UPDATE, Kind.SUBJECT, name, safety, reason, "schema", a.file, b.file))
+        where = b.file if a.file == b.file else f"{b.file}, was {a.file}"
+        changes.append(Change(Action.UPDATE, Kind.SUBJECT, name, safety, f"{where}: {reason}", "schema", None,
+                              describe(a.schema, b.schema)))
     return changes
 
 

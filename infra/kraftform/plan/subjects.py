@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kraftform.plan.changes import Action, Change, Kind, Safety, SubjectWork
+from kraftform.plan.schema_fields import describe
 from kraftform.specset.model import COMPATIBILITY_LEVELS, SubjectSpec
 
 
@@ -117,9 +118,11 @@ def subject_changes(declared: tuple[SubjectSpec, ...], observed: Mapping[str, Su
                               f"version {latest}", spec.file))
             continue
         checked = "checked compatible by the registry" if answer is not None else "not checked"
+        fields = describe(state.latest_schema, spec.schema) if spec.schema_type == state.latest_type == "AVRO" \
+            else spec.file
         out.append(Change(Action.UPDATE, Kind.SUBJECT, spec.name, Safety.SAFE,
                           f"{where}: version {latest + 1}, {checked} under {state.compatibility}", "schema",
-                          f"version {latest}", spec.file,
+                          f"version {latest}", f"version {latest + 1}: {fields}",
                           SubjectWork(None, spec.schema, spec.schema_type)))
     names = {s.name for s in declared}
     for name, state in sorted(observed.items()):

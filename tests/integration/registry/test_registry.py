@@ -47,6 +47,7 @@ def test_a_declared_schema_is_registered_and_a_compatible_change_once_then_apply
     assert planned.returncode == 2, planned.stdout + planned.stderr
     assert "[safe] update subject" in planned.stdout
     assert "version 2, checked compatible by the registry under BACKWARD" in planned.stdout, planned.stdout
+    assert 'schema: version 1 -> version 2: + note (string, default "")' in planned.stdout, planned.stdout
     applied = registry.kraftform("apply", "--auto-approve")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert client.versions(SUBJECT) == [1, 2]

@@ -48,6 +48,7 @@ def test_a_new_version_goes_in_when_the_registry_finds_it_compatible_and_is_refu
     [change] = subject_changes((spec(new),), {"orders-value": state(1, 2)}, {"orders-value": CheckAnswer(True)},
                                owns_all)
     assert (change.action, change.safety, change.current) == (Action.UPDATE, Safety.SAFE, "version 2")
+    assert change.desired == 'version 3: + note (string, default "")'  # the fields, not the whole schema
     assert "version 3, checked compatible by the registry under BACKWARD" in change.reason
     assert change.payload == SubjectWork(None, new, "AVRO")
     refused = CheckAnswer(False, ("reader field 'note' has no default",))

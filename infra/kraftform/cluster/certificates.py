@@ -67,29 +67,43 @@ def make_ca(cluster_name: str) -> KeyPair:
     return KeyPair(cert.public_bytes(serialization.Encoding.PEM).decode(), _pem_key(key))
 
 
-def issue(ca: KeyPair, common_name: str, dns_names: Iterable[str] = (), ips: Iterable[str] = ()) -> KeyPair:
+def issue(ca: KeyPair, common_name: str, names: Iterable[str] = ()) -> KeyPair:
     """A certificate for anything but a node (a service, a registry reader, a Connect worker's REST): the node
     identity's common names are refused here (identity.py)."""
     if common_name.startswith(NODE_CN_PREFIX):
         raise UsageError(f"a certificate named {common_name!r}: names starting with {NODE_CN_PREFIX!r} are the "
                          f"cluster's nodes' own; choose another")
-    return _issue(ca, common_name, dns_names, ips)
+    return _issue(ca, common_name, names)
 
 
-def issue_node(ca: KeyPair, node_name: str, dns_names: Iterable[str] = (), ips: Iterable[str] = ()) -> KeyPair:
+def issue_node(ca: KeyPair, node_name: str, names: Iterable[str] = ()) -> KeyPair:
     """A node's certificate: the only kind the brokers and controllers map to the node principal."""
-    return _issue(ca, node_common_name(node_name), dns_names, ips)
+    return _issue(ca, node_common_name(node_name), names)
 
 
-def _issue(ca: KeyPair, common_name: str, dns_names: Iterable[str], ips: Iterable[str]) -> KeyPair:
+def alternative_names(names: Iterable[str]) -> list[x509.GeneralName]:
+    """The names a client may reach a service by, each as the kind of name it is: a client checks an address it
+    connected to against the certificate's IP entries only (RFC 6125), so an address given as a DNS name would
+    never match, and a DNS name given as an address is no address at all. DNS names first, then IPv4 and IPv6
+    addresses (a bracketed IPv6 address, as in a URL, is the address); each once."""
+    dns: list[x509.GeneralName] = []
+    ips: list[x509.GeneralName] = []
+    for name in dict.fromkeys(names):
+        try:
+            ips.append(x509.IPAddress(ipaddress.ip_address(name.removeprefix("[").removesuffix("]"))))
+        except ValueError:
+            dns.append(x509.DNSName(name))
+    return [*dns, *dict.fromkeys(ips)]
+
+
+def _issue(ca: KeyPair, common_name: str, names: Iterable[str]) -> KeyPair:
     """A certificate for both server and client use (nodes are both on the controller listener)."""
     ca_key = serialization.load_pem_private_key(ca.key_pem.encode(), password=None)
     ca_cert = x509.load_pem_x509_certificate(ca.cert_pem.encode())
     assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
     key = _key()
     now = dt.datetime.now(dt.UTC)
-    sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dict.fromkeys(dns_names)]
-    sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in dict.fromkeys(ips)]
+    sans = alternative_names(names)
     builder = (x509.CertificateBuilder().subject_name(_name(common_name)).issuer_name(ca_cert.subject)
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
                .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + VALIDITY)

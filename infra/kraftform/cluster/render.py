@@ -87,9 +87,8 @@ def make_secrets(topo: Topology, addr: Addressing, admin_password: str | None = 
             continue  # a key from before the node identity (identity.py) is issued again
         host = addr.advertised[node.name]
         # Clients check the name they connected to: the advertised one, and the external listener's host.
-        hosts = list(dict.fromkeys([node.name, host, "localhost", *filter(None, [addr.external_host])]))
-        ips = list(dict.fromkeys(["127.0.0.1", *(h for h in hosts if _is_ip(h))]))
-        keys[node.name] = issue_node(ca, node.name, [h for h in hosts if not _is_ip(h)], ips)
+        keys[node.name] = issue_node(ca, node.name, [node.name, host, "localhost", "127.0.0.1",
+                                                     *filter(None, [addr.external_host])])
     if keep:  # a static quorum stays static: its voters are in every node's configuration
         return dataclasses.replace(keep, node_keys=keys)
     directories = {n.name: new_directory_id() for n in topo.controllers}
@@ -111,10 +110,6 @@ def secrets_from_dict(o: Mapping[str, Any]) -> ClusterSecrets:
                           {n: KeyPair(k["cert"], k["key"]) for n, k in o["node_keys"].items()},
                           o["admin_password"], o["controller_password"], dict(o.get("directory_ids") or {}),
                           o.get("initial_voters") or "")
-
-
-def _is_ip(host: str) -> bool:
-    return host.replace(".", "").isdigit()
 
 
 @dataclass(frozen=True)

@@ -227,8 +227,8 @@ class ConnectWorkers:
             write_atomic(target, text, PRIVATE)
         if not Path(files.keystore).is_file():
             ca = dep.load_secrets(self.state_dir).ca
-            pair = issue(ca, f"{self.spec.name} Connect worker {worker.index}", ["localhost"],
-                         [worker.host, "127.0.0.1"])
+            pair = issue(ca, f"{self.spec.name} Connect worker {worker.index}",
+                         ["localhost", worker.host, "127.0.0.1"])
             write_atomic(Path(files.keystore), pkcs12_keystore(pair, passwords["store_password"]), PRIVATE)
             write_atomic(Path(files.truststore), pkcs12_truststore(ca.cert_pem, passwords["store_password"]))
         write_atomic(Path(files.jaas), jaas_config(files.rest_users))

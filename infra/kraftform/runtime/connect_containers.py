@@ -308,8 +308,8 @@ class DockerConnectWorkers:
         d, name, client, host = self.d, self.d.name(index), self.engine(index), self.d.host(index)
         with contextlib.suppress(NotFound):
             client.containers.get(name).remove(force=True)
-        pair = issue(d.ca, f"{d.spec.name} Connect worker {index}", [name, "localhost"],
-                     ["127.0.0.1", *([host[1]] if host else [])])
+        pair = issue(d.ca, f"{d.spec.name} Connect worker {index}",
+                     [name, "localhost", "127.0.0.1", *([host[1]] if host else [])])
         files = d.files()
         entries = {path: (content.encode(), mode) for path, (content, mode) in d.text_files(index, plugins).items()}
         entries |= {files.keystore: (pkcs12_keystore(pair, d.store_password), 0o600),

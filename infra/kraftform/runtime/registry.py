@@ -69,7 +69,7 @@ class LocalRegistry(KraftformRegistry):
             self._wait(timeout)
             return self.url
         jar = ensure_registry()
-        self.write_files(["localhost"], [self.host], self.host, str(self.dir / "tls"))
+        self.write_files(["localhost", self.host], self.host, str(self.dir / "tls"))
         log = self.dir / LOG_FILE
         progress(f"starting the schema registry on {self.url} ...")
         command = [java_binary(), f"-Xmx{self.spec.heap_bytes // (1024 * 1024)}m", f"{MARKER}{self.dir}",

@@ -65,16 +65,16 @@ class KraftformRegistry:
         write_atomic(path, json.dumps({"store_password": made}), PRIVATE)
         return made
 
-    def write_files(self, names: list[str], addresses: list[str], bind: str, tls_dir: str) -> None:
-        """The TLS material for a certificate naming `names` and `addresses`, and the configuration of a registry
-        that binds `bind` and finds its stores in `tls_dir` (the path its process sees)."""
+    def write_files(self, names: list[str], bind: str, tls_dir: str) -> None:
+        """The TLS material for a certificate naming `names` (DNS names and addresses), and the configuration of a
+        registry that binds `bind` and finds its stores in `tls_dir` (the path its process sees)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         self.dir.chmod(0o700)
         password = self._store_password()
         tls = self.dir / "tls"
         if not (tls / "keystore.p12").is_file():
             ca = self._ca()
-            server = issue(ca, f"registry {self.host}", names, addresses)
+            server = issue(ca, f"registry {self.host}", names)
             client = issue(ca, CLIENT_NAME)
             write_atomic(tls / "truststore.p12", pkcs12_truststore(ca.cert_pem, password))
             write_atomic(self.dir / "client.pem", client.cert_pem)

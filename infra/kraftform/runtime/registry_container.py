@@ -87,7 +87,7 @@ class DockerRegistry(KraftformRegistry):
 
     def _declared_digest(self) -> tuple[Path, str]:
         app = ensure_registry().parent
-        self.write_files([self.name, "localhost"], ["127.0.0.1"], "0.0.0.0", f"{WORK_DIR}/tls")
+        self.write_files([self.name, "localhost", "127.0.0.1"], "0.0.0.0", f"{WORK_DIR}/tls")
         return app, self._digest(app)
 
     def drift(self) -> str | None:

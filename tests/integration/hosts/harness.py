@@ -208,7 +208,7 @@ def _make_tls(made: list[Host]) -> None:
     client = issue(ca, "kraftform-machine")
     files = {CLIENT_TLS[0]: ca.cert_pem, CLIENT_TLS[1]: client.cert_pem, CLIENT_TLS[2]: client.key_pem}
     for host in made:
-        server = issue(ca, host.name, ips=[host.address])
+        server = issue(ca, host.name, [host.address])
         files |= {host.server_tls[0]: server.cert_pem, host.server_tls[1]: server.key_pem}
     for path, content in files.items():
         path.write_text(content)

@@ -268,7 +268,7 @@ def test_no_certificate_of_the_cluster_ca_but_a_nodes_acts_on_the_internal_or_co
         assert control["ACLs seen"] not in ("0", "CLUSTER_AUTHORIZATION_FAILED"), control
         assert _on_controller(tmp_path, node, ca.cert_pem, controllers, "node") == "done"
         for name in NOT_NODES:
-            pair = issue(ca, name, ["localhost"], ["127.0.0.1"])
+            pair = issue(ca, name, ["localhost", "127.0.0.1"])
             seen = _on_internal(tls(pair), topic, unique("identity-made"))
             acls = seen.pop("ACLs seen")
             assert acls in ("0", "CLUSTER_AUTHORIZATION_FAILED"), (name, acls)  # Kafka 4 answers an empty list

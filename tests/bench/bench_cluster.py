@@ -30,9 +30,9 @@ from kraftform.cluster.connection import Connection
 from kraftform.cluster.render import new_cluster_id
 from kraftform.kafka.health import wait_healthy
 from kraftform.runtime import get_runtime
-from kraftform.runtime.engine import docker_client
-from kraftform.runtime.images import build_kafka
-from kraftform.runtime.local import java_binary
+from kraftform.runtime.engines.engine import docker_client
+from kraftform.runtime.engines.images import build_kafka
+from kraftform.runtime.nodes.local import java_binary
 from kraftform.specset.model import ClusterSpec, ExternalListener, Security
 
 CLUSTER = ClusterSpec(name="kfbench", brokers=3, kafka_version="4.3.1", controllers=3, racks=("a", "b", "c"),

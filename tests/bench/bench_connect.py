@@ -33,10 +33,10 @@ from confluent_kafka import Consumer, TopicPartition
 
 from kraftform.connect.reconcile import apply_connect, plan_connect
 from kraftform.kafka.observe import acl_bindings
-from kraftform.runtime.connect import ConnectWorkers
-from kraftform.runtime.connect_clusters import start_declared
+from kraftform.runtime.connect.clusters import start_declared
+from kraftform.runtime.connect.jvm_workers import ConnectWorkers
+from kraftform.runtime.nodes.tools import PRODUCER_PERFORMANCE, run_kafka_tool
 from kraftform.runtime.postgres import LocalPostgres
-from kraftform.runtime.tools import PRODUCER_PERFORMANCE, run_kafka_tool
 from kraftform.testing.cluster import ephemeral_cluster
 from kraftform.verification.toolout import producer_summary
 

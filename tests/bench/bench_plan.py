@@ -32,7 +32,7 @@ from confluent_kafka.admin import (
 )
 
 from kraftform.kafka.admin import Admin, batches
-from kraftform.runtime.deployment import admin_config
+from kraftform.runtime.nodes.deployment import admin_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere
 from kraftform.verification.performance import wait_quiet

@@ -29,7 +29,7 @@ from confluent_kafka.admin import ConfigResource, ResourceType
 from kraftform.cluster.connection import read_connection
 from kraftform.kafka.admin import Admin, Requests, kafka_python_admin
 from kraftform.kafka.health import poll_health
-from kraftform.runtime.deployment import admin_config
+from kraftform.runtime.nodes.deployment import admin_config
 from kraftform.specset.model import ClusterDefaults, ClusterSpec, ManagedScope, Security
 from kraftform.waiting import until
 

@@ -31,8 +31,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kraftform.declared import load_specs
-from kraftform.runtime.deployment import admin_config, load
-from kraftform.runtime.tools import PRODUCER_PERFORMANCE, kafka_tool_command
+from kraftform.runtime.nodes.deployment import admin_config, load
+from kraftform.runtime.nodes.tools import PRODUCER_PERFORMANCE, kafka_tool_command
 from kraftform.verification.toolout import ProducerRun, producer_summary
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script from anywhere

@@ -65,8 +65,8 @@ from kraftform.declared import load_specs
 from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
 from kraftform.runtime import get_runtime
-from kraftform.runtime.deployment import STATE_FILE, write_private
-from kraftform.runtime.tools import CONSUMER_PERFORMANCE, MEASURING_JAVA_OPTIONS, kafka_tool_command
+from kraftform.runtime.nodes.deployment import STATE_FILE, write_private
+from kraftform.runtime.nodes.tools import CONSUMER_PERFORMANCE, MEASURING_JAVA_OPTIONS, kafka_tool_command
 from kraftform.spark.avro import encoder
 from kraftform.spark.checkpoint import prepare
 from kraftform.spark.job import placement, spark_session, start_query
@@ -417,7 +417,7 @@ def registered_writers(specs: SpecSet, state: Path) -> dict[str, str]:
     from kraftform.declared import consumer_gate
     from kraftform.plan.live import ownership_of
     from kraftform.registry.reconcile import apply_subjects, plan_subjects
-    from kraftform.runtime.registry import avro_writers, runtime_registry
+    from kraftform.runtime.registry.running import avro_writers, runtime_registry
 
     assert specs.registry is not None
     registry = runtime_registry(state, specs.registry)

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kraftform.runtime import get_runtime
-from kraftform.runtime.deployment import STATE_FILE
+from kraftform.runtime.nodes.deployment import STATE_FILE
 from kraftform.specset.model import ClusterSpec
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from kraftform.cluster.connection import Connection
 from kraftform.runtime import Runtime, runtime_of
-from kraftform.runtime.deployment import Deployment, admin_config, load
+from kraftform.runtime.nodes.deployment import Deployment, admin_config, load
 from kraftform.specset.model import ClusterSpec
 from kraftform.testing.cluster import ephemeral_cluster
 

@@ -45,7 +45,7 @@ def test_every_tool_kraftform_runs_is_a_class_of_the_pinned_jars() -> None:
     import zipfile
 
     from kraftform.cluster import render
-    from kraftform.runtime import tools
+    from kraftform.runtime.nodes import tools
 
     home = ensure_kafka(PINNED)
     classes = {name for jar in (home / "libs").glob("*.jar") for name in zipfile.ZipFile(jar).namelist()}

@@ -197,3 +197,15 @@ def test_plan_and_validate_never_load_spark_pulumi_or_docker() -> None:
             "'pulumi_policy', 'dill', 'grpc', 'docker'}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_each_room_of_the_runtime_is_one_a_reader_can_hold() -> None:
+    """`runtime/`'s packages, each what one kind of thing runs on: none over 2,500 lines or 12 modules, and
+    `runtime/` itself holds only the runtime protocol and the modules of one room each."""
+    runtime = INFRA / "kraftform" / "runtime"
+    rooms = [p for p in runtime.iterdir() if (p / "__init__.py").is_file()]
+    assert {p.name for p in rooms} == {"engines", "nodes", "connect", "registry", "observation"}
+    for room in [runtime, *rooms]:
+        modules = list(room.glob("*.py"))
+        lines = sum(len(m.read_text().splitlines()) for m in modules)
+        assert len(modules) <= 12 and lines <= 2500, (room.name, len(modules), lines)

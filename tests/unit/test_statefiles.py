@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kraftform.errors import StateCorrupted
-from kraftform.runtime.deployment import SECRETS_FILE, STATE_FILE, load, load_secrets
+from kraftform.runtime.nodes.deployment import SECRETS_FILE, STATE_FILE, load, load_secrets
 from kraftform.statefiles import PRIVATE, read_json, write_atomic
 
 #: A writer that SIGKILLs itself at `point`: after the new bytes are on disk in the temporary file, before the

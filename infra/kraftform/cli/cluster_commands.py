@@ -54,14 +54,14 @@ def cmd_up(args: argparse.Namespace) -> int:
         raise UsageError(f"{specs.registry.location}: a registry beside a cluster on hosts is not placed on hosts "
                          f"yet; give registry.url (one you run) or start without cluster.hosts")
     if args.runtime == "docker" and args.image is None:
-        from kraftform.runtime.engine import docker_client
-        from kraftform.runtime.images import build_kafka
+        from kraftform.runtime.engines.engine import docker_client
+        from kraftform.runtime.engines.images import build_kafka
 
         log: list[str] = []
         build_kafka(docker_client(), log, specs.cluster.kafka_version)
     runtime = get_runtime(args.runtime, args.state_dir, args.image)
     health = runtime.up(specs.cluster, timeout=args.timeout)
-    from kraftform.runtime.deployment import load
+    from kraftform.runtime.nodes.deployment import load
 
     deployment = load(args.state_dir)
     state = args.state_dir
@@ -70,7 +70,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"admin client configs: {state / 'admin.properties'} (Java), {state / 'admin.librdkafka.conf'} "
           f"(librdkafka: kcat -F); CA certificate: {state / 'ca.pem'}")
     if specs.registry is not None and not specs.registry.external:  # the registry the specs run beside it
-        from kraftform.runtime.registry import runtime_registry
+        from kraftform.runtime.registry.running import runtime_registry
 
         url = runtime_registry(state, specs.registry).up(lambda line: print(line, file=sys.stderr, flush=True))
         print(f"schema registry: {url} (its subjects: `kraftform apply`; a reader's certificate: `kraftform "
@@ -79,8 +79,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from kraftform.runtime.deployment import load
-    from kraftform.runtime.status import cluster_status
+    from kraftform.runtime.nodes.deployment import load
+    from kraftform.runtime.nodes.status import cluster_status
 
     deployment = load(args.state_dir)
     status = cluster_status(deployment, args.state_dir)
@@ -95,9 +95,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from kraftform.runtime.connect import stop_all
-    from kraftform.runtime.monitoring import monitoring_down
-    from kraftform.runtime.registry import stop_registry
+    from kraftform.runtime.connect.jvm_workers import stop_all
+    from kraftform.runtime.observation.monitoring import monitoring_down
+    from kraftform.runtime.registry.running import stop_registry
 
     stop_all(args.state_dir)  # Connect workers beside the cluster go first: they log in to it
     stop_registry(args.state_dir)
@@ -110,8 +110,8 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_images_build(args: argparse.Namespace) -> int:
-    from kraftform.runtime.engine import docker_client
-    from kraftform.runtime.images import build_kafka, build_kcat, build_prometheus, build_spark
+    from kraftform.runtime.engines.engine import docker_client
+    from kraftform.runtime.engines.images import build_kafka, build_kcat, build_prometheus, build_spark
 
     versions = list(dict.fromkeys(args.kafka_version))
     for version in versions:

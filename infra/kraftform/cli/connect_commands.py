@@ -24,7 +24,7 @@ from kraftform.specset.model import ConnectSpec, SpecSet
 
 if TYPE_CHECKING:
     from kraftform.connect.rest import ConnectRest
-    from kraftform.runtime.connect import ConnectWorkers
+    from kraftform.runtime.connect.jvm_workers import ConnectWorkers
 
 STATE_HELP = ("the state directory of a cluster `kraftform cluster up` started (the workers run beside it: JVMs "
               "beside a local cluster, containers beside a Docker one)")
@@ -93,8 +93,8 @@ def _progress(message: str) -> None:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from kraftform.runtime.connect_clusters import start_declared
-    from kraftform.runtime.deployment import load
+    from kraftform.runtime.connect.clusters import start_declared
+    from kraftform.runtime.nodes.deployment import load
 
     specs = load_specs(args.specs_dir)
     load(args.state_dir)  # a cluster is there
@@ -105,7 +105,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from kraftform.runtime.connect_clusters import connect_workers, stop_undeclared
+    from kraftform.runtime.connect.clusters import connect_workers, stop_undeclared
 
     specs = load_specs(args.specs_dir)
     undeclared = args.name is not None and args.name not in {c.name for c in specs.connect}
@@ -129,8 +129,8 @@ def _plans(args: argparse.Namespace) -> tuple[dict[str, str | None], Planned]:
     from kraftform.connect.reconcile import plan_connect
     from kraftform.kafka.credentials import passwords
     from kraftform.kafka.observe import acl_bindings
-    from kraftform.runtime.connect_clusters import connect_workers
-    from kraftform.runtime.deployment import admin_config
+    from kraftform.runtime.connect.clusters import connect_workers
+    from kraftform.runtime.nodes.deployment import admin_config
 
     specs = load_specs(args.specs_dir)
     granted = acl_bindings(admin_config(args.state_dir))
@@ -183,7 +183,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from kraftform.monitoring.status import assess_connect
-    from kraftform.runtime.connect_clusters import observe
+    from kraftform.runtime.connect.clusters import observe
 
     differ = False
     for spec in _chosen(load_specs(args.specs_dir), args.name):
@@ -205,7 +205,7 @@ def cmd_offsets(args: argparse.Namespace) -> int:
 
     from kraftform.connect.reconcile import move_offsets
     from kraftform.plan.connector_offsets import offsets_plan, parse_offsets_file
-    from kraftform.runtime.connect_clusters import connect_workers
+    from kraftform.runtime.connect.clusters import connect_workers
 
     specs = load_specs(args.specs_dir)
     found = [(spec, c) for spec in _chosen(specs, args.name) for c in spec.connectors if c.name == args.connector]

@@ -154,7 +154,7 @@ def _job(args: argparse.Namespace) -> tuple[ConsumerSpec, JobSettings, Connectio
     from kraftform.spark.settings import job_settings
 
     if args.job is None:
-        from kraftform.runtime.registry import avro_writers
+        from kraftform.runtime.registry.running import avro_writers
 
         specs = load_specs(args.specs_dir)
         consumer = _consumer(specs, args.name)
@@ -189,8 +189,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     from kraftform.runtime import consumers as containers
-    from kraftform.runtime.engine import docker_client
-    from kraftform.runtime.images import build_spark
+    from kraftform.runtime.engines.engine import docker_client
+    from kraftform.runtime.engines.images import build_spark
 
     specs = load_specs(args.specs_dir)
     chosen = _consumers(specs, args.name)
@@ -227,7 +227,7 @@ def _container_status(args: argparse.Namespace) -> bool:
     """The consumers running in containers beside a Docker cluster, each reported from inside its container
     (where its checkpoint is); False when there are none."""
     from kraftform.runtime import consumers as containers
-    from kraftform.runtime.deployment import STATE_FILE, load
+    from kraftform.runtime.nodes.deployment import STATE_FILE, load
     from kraftform.spark.containers import LABEL_SPARK
 
     if args.command_config or not (args.state_dir / STATE_FILE).is_file() or \
@@ -287,7 +287,7 @@ def cmd_feed(args: argparse.Namespace) -> int:
     def progress(sent: int, seconds: float) -> None:
         print(f"{sent} records in {seconds:.0f} s to {', '.join(consumer.topics)}", file=sys.stderr, flush=True)
 
-    from kraftform.runtime.registry import declared_schema_id
+    from kraftform.runtime.registry.running import declared_schema_id
 
     avro_id = declared_schema_id(specs, None if args.command_config else args.state_dir, consumer)
     try:

@@ -46,7 +46,7 @@ def cmd_reset(args: argparse.Namespace) -> int:
     from kraftform.cluster.connection import read_connection
     from kraftform.kafka.offsets import move_offsets, read_group
     from kraftform.plan.offsets import group_is_declared, parse_reset_to, reset_plan
-    from kraftform.runtime.deployment import admin_config
+    from kraftform.runtime.nodes.deployment import admin_config
 
     specs = load_specs(args.specs_dir)
     if not group_is_declared(specs, args.group):

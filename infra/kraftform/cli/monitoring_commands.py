@@ -71,14 +71,14 @@ def register(sub: Any) -> None:
 
 def connection_of(args: argparse.Namespace) -> Connection:
     from kraftform.cluster.connection import read_connection
-    from kraftform.runtime.deployment import admin_config
+    from kraftform.runtime.nodes.deployment import admin_config
 
     return read_connection(args.command_config) if args.command_config else admin_config(args.state_dir)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     from kraftform.monitoring.status import render_text
-    from kraftform.runtime.status import status_of
+    from kraftform.runtime.nodes.status import status_of
 
     specs = load_specs(args.specs_dir)
     connection = connection_of(args)
@@ -111,7 +111,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from kraftform.runtime.monitoring import monitoring_up
+    from kraftform.runtime.observation.monitoring import monitoring_up
 
     running = monitoring_up(load_specs(args.specs_dir), Path(args.specs_dir), args.state_dir,
                             args.data_dir.resolve(), args.scrape_interval, args.max_for)
@@ -122,7 +122,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from kraftform.runtime.monitoring import monitoring_down
+    from kraftform.runtime.observation.monitoring import monitoring_down
 
     stopped = monitoring_down(args.state_dir)
     print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
@@ -130,7 +130,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_exporter(args: argparse.Namespace) -> int:
-    from kraftform.runtime.exporter import serve
+    from kraftform.runtime.observation.exporter import serve
 
     host, _, port = args.listen.rpartition(":")
     specs = load_specs(args.specs_dir)

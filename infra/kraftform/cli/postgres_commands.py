@@ -62,7 +62,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         schema = args.schema.read_text(encoding="utf-8") if args.schema else ""
     except OSError as exc:
         raise UsageError(f"{args.schema}: {exc.strerror}") from None
-    from kraftform.runtime.local import listening
+    from kraftform.runtime.nodes.local import listening
 
     if listening("127.0.0.1", args.port):
         raise UsageError(f"127.0.0.1:{args.port} is already in use on this machine; choose another --port (and "

@@ -27,7 +27,7 @@ from kraftform.units import parse_rate
 
 if TYPE_CHECKING:  # the runtimes (Docker, certificates) load only for a --state-dir plan or apply
     from kraftform.registry.rest import RegistryRest
-    from kraftform.runtime.rolling import ClusterWork, Nodes
+    from kraftform.runtime.nodes.rolling import ClusterWork, Nodes
 
 COMMAND_CONFIG_HELP = ("client properties of an admin (super) user: the admin.properties written by "
                        "`kraftform cluster up`, or the file you give Kafka's tools as --command-config")
@@ -80,7 +80,7 @@ def _planned(connection: Connection, specs: SpecSet, state_dir: Path | None = No
     threading.Thread(target=importlib.import_module, args=("kraftform.kafka.kafka_python",), daemon=True).start()
     logins = None
     if state_dir is not None:
-        from kraftform.runtime.connect_clusters import workers_logins
+        from kraftform.runtime.connect.clusters import workers_logins
 
         logins = workers_logins(state_dir)
     live = plan_cluster(connection, specs, logins=logins)
@@ -124,7 +124,7 @@ def _as_started(specs: SpecSet, args: argparse.Namespace) -> SpecSet:
     """With --state-dir, the cluster section as its nodes were started (`deployment.as_started`)."""
     if args.state_dir is None:
         return specs
-    from kraftform.runtime.deployment import as_started
+    from kraftform.runtime.nodes.deployment import as_started
 
     return dataclasses.replace(specs, cluster=as_started(specs.cluster, args.state_dir))
 
@@ -146,7 +146,7 @@ def _with_subjects(target: Target, specs: SpecSet, state_dir: Path | None) -> Ta
         return target
     from kraftform.plan.live import ownership_of
     from kraftform.registry.reconcile import plan_subjects
-    from kraftform.runtime.registry import registry_client
+    from kraftform.runtime.registry.running import registry_client
 
     rest = registry_client(specs, state_dir)
     subjects = plan_subjects(rest, specs.subjects, ownership_of(specs).topic, consumer_gate(specs))
@@ -167,8 +167,8 @@ def _target(args: argparse.Namespace, specs: SpecSet) -> Target:
         plan = dataclasses.replace(live.plan, notes=(*live.plan.notes, unseen)) if unseen else live.plan
         return _with_subjects(Target(connection, live, plan), specs, None)
     from kraftform.runtime import runtime_of
-    from kraftform.runtime.deployment import admin_config
-    from kraftform.runtime.rolling import cluster_work
+    from kraftform.runtime.nodes.deployment import admin_config
+    from kraftform.runtime.nodes.rolling import cluster_work
 
     connection, runtime = admin_config(args.state_dir), cast("Nodes", runtime_of(args.state_dir))
     live = _planned(connection, specs, args.state_dir)
@@ -282,8 +282,8 @@ def _apply_with_nodes(args: argparse.Namespace, specs: SpecSet, target: Target, 
     """Node work first (new brokers, the roll, partition moves, removals), then what the Admin protocol does,
     planned again against the reshaped cluster; then nothing may be left. While a host does not answer, no node
     work is done and the rest is: returns what waits ("" when nothing does)."""
-    from kraftform.runtime.deployment import admin_config
-    from kraftform.runtime.rolling import RollOptions, carry_out, cluster_work, waiting_text
+    from kraftform.runtime.nodes.deployment import admin_config
+    from kraftform.runtime.nodes.rolling import RollOptions, carry_out, cluster_work, waiting_text
 
     assert target.runtime is not None and target.work is not None
     if target.work.lost_hosts:

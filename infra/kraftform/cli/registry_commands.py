@@ -62,7 +62,7 @@ def _declared(specs: SpecSet) -> RegistrySpec:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from kraftform.runtime.registry import runtime_registry
+    from kraftform.runtime.registry.running import runtime_registry
 
     registry = runtime_registry(args.state_dir, _declared(load_specs(args.specs_dir)))
     print(f"schema registry: {registry.up(_progress)}")
@@ -72,7 +72,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_down(args: argparse.Namespace) -> int:
     """Found by the state directory alone, so a registry still stops once the specs no longer declare it or no
     longer load."""
-    from kraftform.runtime.registry import stop_registry
+    from kraftform.runtime.registry.running import stop_registry
 
     if not stop_registry(args.state_dir, purge=args.purge):
         print(f"schema registry: none was started beside {args.state_dir}")
@@ -82,7 +82,7 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from kraftform.runtime.registry import runtime_registry
+    from kraftform.runtime.registry.running import runtime_registry
 
     registry = runtime_registry(args.state_dir, _declared(load_specs(args.specs_dir)))
     if not registry.running():
@@ -95,7 +95,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_certificate(args: argparse.Namespace) -> int:
-    from kraftform.runtime.registry import runtime_registry
+    from kraftform.runtime.registry.running import runtime_registry
 
     registry = runtime_registry(args.state_dir, _declared(load_specs(args.specs_dir)))
     cert, key = registry.reader_certificate(args.name, args.out)

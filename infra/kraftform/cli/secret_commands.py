@@ -150,7 +150,7 @@ def cmd_client_files(args: argparse.Namespace) -> int:
         raise UsageError(f"{source}: no adminConnection and caCertificate outputs (is this a kraftform stack, "
                          f"after `pulumi up`?)")
     try:
-        from kraftform.runtime.deployment import write_client_files
+        from kraftform.runtime.nodes.deployment import write_client_files
 
         write_client_files(args.state_dir, admin["bootstrapServers"], admin["username"], admin["password"],
                            admin["saslMechanism"], outputs["caCertificate"])

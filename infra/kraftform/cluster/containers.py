@@ -214,7 +214,7 @@ def render_in_containers(topo: Topology, secrets: ClusterSecrets,
 
 
 def kafka_image(version: str) -> str:
-    """The locally built image of a Kafka version (`runtime.images.build_kafka` builds it)."""
+    """The locally built image of a Kafka version (`runtime.engines.images.build_kafka` builds it)."""
     return LOCAL_IMAGE if version == KAFKA_VERSION else f"kraftform/kafka:{version}"
 
 

@@ -59,7 +59,7 @@ def plan_cluster(connection: Connection, declared: SpecSet | Desired, found: Map
     or the slice of one a caller declares (`plan.live.Desired`: a Pulumi resource's). `found` holds the users'
     passwords when the caller has them (Pulumi secrets); by default they are read from the users' secret
     references. `logins`: what else logs in as kraftform's own beside `connection`'s admin (a Connect cluster's
-    running workers: `runtime.connect_clusters.workers_logins`), never altered or deleted by the plan."""
+    running workers: `runtime.connect.clusters.workers_logins`), never altered or deleted by the plan."""
     wanted = _wanted(declared)
     users = wanted.users
     found = passwords(users) if found is None else found

@@ -4,7 +4,7 @@ The course's alerts (under-replicated and offline partitions, one active control
 request rates, producer errors, consumer lag), Strimzi's where they add (under-min-ISR, offline log
 directories, certificate expiry), and the controller quorum's health (no leader, a voter falling behind), which
 Strimzi's rules lack although KRaft exports the raft metrics. Every expression reads a family that
-`cluster.jmx` or kraftform's exporter (`runtime.exporter`) guarantees, with the labels the scrape
+`cluster.jmx` or kraftform's exporter (`runtime.observation.exporter`) guarantees, with the labels the scrape
 configuration (`monitoring.scrape`) puts on every target: `cluster`, `node`, `role`.
 
 Consumer lag gets one rule per declared consumer with the limit of its profile, so a review of the specs shows

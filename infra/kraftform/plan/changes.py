@@ -237,7 +237,7 @@ class Plan:
         return dataclasses.replace(self, changes=tuple(c for c in self.changes if c.kind is not Kind.CLUSTER))
 
     def with_node_work(self, changes: list[Change]) -> Plan:
-        """This plan with its node work replaced by what a runtime that knows the nodes found (`runtime.rolling`):
+        """This plan with its node work replaced by what a runtime that knows the nodes found (`runtime.nodes.rolling`):
         more than the Admin protocol can observe (heaps, Kafka versions, every rendered setting)."""
         kept = [c for c in self.changes if c.kind is not Kind.CLUSTER]
         return dataclasses.replace(self, changes=tuple(sorted(kept + changes, key=Change.sort_key)))

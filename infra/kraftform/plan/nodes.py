@@ -5,7 +5,7 @@ A runtime records what each node was started with (its rendered `server.properti
 Rendering the specs again, with the cluster's own secrets, and comparing node by node is what makes every field
 of the cluster section declarative: a setting, a heap, a rack, the broker count and the Kafka version all show
 up as the nodes they touch, never as a silent no-op. Read-only settings take effect only at start, so a
-changed node is restarted; a restart goes through the roll's gates (`runtime.rolling`), one node at a time.
+changed node is restarted; a restart goes through the roll's gates (`runtime.nodes.rolling`), one node at a time.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`ConnectCluster`: a declared Kafka Connect cluster under `pulumi up`, its workers in containers beside the
-stack's cluster (`runtime.connect_containers`) and its connectors reconciled through their REST API by the code
+stack's cluster (`runtime.connect.containers`) and its connectors reconciled through their REST API by the code
 `kraftform connect plan` and `apply` run (`connect.reconcile`), not a second one.
 
 - create/update: the workers made (or made again, one at a time, where what they run changed), then the
@@ -39,8 +39,8 @@ from kraftform.plan.connectors import Logins
 from kraftform.plan.render import render_text
 from kraftform.pulumi.nodes import _plain
 from kraftform.pulumi.providers import connection_of
-from kraftform.runtime.connect_containers import ConnectDeployment, DockerConnectWorkers
-from kraftform.runtime.engine import docker_client
+from kraftform.runtime.connect.containers import ConnectDeployment, DockerConnectWorkers
+from kraftform.runtime.engines.engine import docker_client
 from kraftform.specset.model import ConnectSpec
 
 #: Inputs a change of which is another Connect cluster (its containers' names), not a change of this one.

@@ -32,7 +32,7 @@ from kraftform.cluster.topology import topology
 from kraftform.monitoring.alerts import rules_yaml
 from kraftform.monitoring.scrape import Endpoint, prometheus_config
 from kraftform.pulumi.cluster import KafkaCluster, container_resource
-from kraftform.runtime.images import PROMETHEUS_IMAGE
+from kraftform.runtime.engines.images import PROMETHEUS_IMAGE
 from kraftform.spark.containers import WORK_DIR
 from kraftform.spark.containers import consumers_volume as consumers_volume_name
 from kraftform.specset.model import SpecSet

@@ -1,5 +1,5 @@
 """`ClusterNodes`: a stack's Kafka nodes, carried out by the engine `kraftform apply --state-dir` runs, not by a
-second one: the Docker runtime's single-node operations and `runtime.rolling`'s order, gates, revert, partition
+second one: the Docker runtime's single-node operations and `runtime.nodes.rolling`'s order, gates, revert, partition
 moves and membership changes. pulumi-docker would replace a changed container on its own, with no gate before
 the stop and none after the start, and delete removed ones all at once; this resource hands the node work to
 the runtime instead.
@@ -44,10 +44,10 @@ from kraftform.cluster.spec_json import cluster_from_json, cluster_to_json
 from kraftform.cluster.topology import topology
 from kraftform.errors import PlanRefusedError, UsageError
 from kraftform.plan.changes import Safety
-from kraftform.runtime import deployment as dep
-from kraftform.runtime.docker_engine import DockerRuntime, hosts_json, recovered
-from kraftform.runtime.engine import docker_client, host_client
-from kraftform.runtime.rolling import RollOptions, carry_out, cluster_work
+from kraftform.runtime.engines.engine import docker_client, host_client
+from kraftform.runtime.nodes import deployment as dep
+from kraftform.runtime.nodes.docker_engine import DockerRuntime, hosts_json, recovered
+from kraftform.runtime.nodes.rolling import RollOptions, carry_out, cluster_work
 from kraftform.specset.hosts import node_hosts
 from kraftform.specset.model import ClusterSpec
 

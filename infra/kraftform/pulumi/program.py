@@ -35,7 +35,7 @@ from kraftform.pulumi.policy import SPECS_TYPE
 from kraftform.pulumi.providers import Access, BrokerSettings, Features, GroupSettings, access_props
 from kraftform.pulumi.registry import SchemaRegistry, Subjects, registry_props, registry_url, subjects_props
 from kraftform.pulumi.topics import Topics
-from kraftform.runtime.images import spark_image
+from kraftform.runtime.engines.images import spark_image
 from kraftform.spark.containers import consumers_volume
 from kraftform.spark.manifest import consumer_manifest
 from kraftform.specset.model import DEFAULT_ENTITY, RegistrySpec, SpecSet, UserSpec

@@ -1,5 +1,5 @@
 """The schema registry and the topics' subjects under `pulumi up`, by the code `kraftform registry up`, `plan` and
-`apply` run (`runtime.registry_container`, `registry.reconcile`), not a second one.
+`apply` run (`runtime.registry.container`, `registry.reconcile`), not a second one.
 
 - `SchemaRegistry`: the registry kraftform runs, a container beside the stack's cluster on its network. Its TLS
   material (the server's key store, kraftform's client certificate, the stores' password) is made at create from
@@ -39,8 +39,8 @@ from kraftform.plan.changes import Action, Change, Safety
 from kraftform.pulumi.nodes import _plain
 from kraftform.registry.reconcile import apply_subjects, plan_subjects, registered_schemas
 from kraftform.registry.rest import NotFound, RegistryRest
-from kraftform.runtime.registry_base import CCOMPAT_PATH
-from kraftform.runtime.registry_container import DockerRegistry
+from kraftform.runtime.registry.base import CCOMPAT_PATH
+from kraftform.runtime.registry.container import DockerRegistry
 from kraftform.spark.schema_gate import readers_broken
 from kraftform.specset.model import ConsumerSpec, RegistrySpec, SubjectSpec
 from kraftform.statefiles import PRIVATE, write_atomic

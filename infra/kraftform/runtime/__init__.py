@@ -30,11 +30,11 @@ class Runtime(Protocol):
 
 def get_runtime(name: str, state_dir: Path, image: str | None = None) -> Runtime:
     if name == "local":
-        from kraftform.runtime.local import LocalRuntime
+        from kraftform.runtime.nodes.local import LocalRuntime
 
         return LocalRuntime(state_dir)
     if name == "docker":
-        from kraftform.runtime.docker_engine import DockerRuntime
+        from kraftform.runtime.nodes.docker_engine import DockerRuntime
 
         return DockerRuntime(state_dir, image)
     raise UsageError(f"unknown runtime {name!r} (choose from {', '.join(RUNTIMES)})")
@@ -42,7 +42,7 @@ def get_runtime(name: str, state_dir: Path, image: str | None = None) -> Runtime
 
 def runtime_of(state_dir: Path) -> Runtime:
     """The runtime that started the cluster recorded in `state_dir`."""
-    from kraftform.runtime.deployment import load
+    from kraftform.runtime.nodes.deployment import load
 
     deployment = load(state_dir)
     return get_runtime(deployment.runtime, state_dir, deployment.extra.get("image"))

@@ -24,10 +24,16 @@ from docker.models.containers import Container
 from kraftform.cluster.containers import CONTAINER_UID, HOST_NETWORK, ContainerSpec, network_bootstrap
 from kraftform.errors import ClusterUnhealthy, UsageError
 from kraftform.kafka.credentials import passwords, require_passwords
-from kraftform.runtime import deployment as dep
-from kraftform.runtime.docker_engine import DockerRuntime, host_engines
-from kraftform.runtime.engine import attached, create_container, docker_client, remove_attached, remove_if_present
-from kraftform.runtime.registry import avro_writers
+from kraftform.runtime.engines.engine import (
+    attached,
+    create_container,
+    docker_client,
+    remove_attached,
+    remove_if_present,
+)
+from kraftform.runtime.nodes import deployment as dep
+from kraftform.runtime.nodes.docker_engine import DockerRuntime, host_engines
+from kraftform.runtime.registry.running import avro_writers
 from kraftform.spark.containers import (
     CLIENT_CONFIG,
     JOB_FILE,

@@ -5,7 +5,7 @@ Each cluster lives in a directory of its own under a base directory (default: th
 recycled pid is not mistaken for it). Starting a cluster first sweeps the base: a directory whose owner is
 gone (a session SIGKILLed, a CI job cut off) has its nodes stopped (processes or containers) and is removed,
 so nothing it left holds a port, an address or a volume the next cluster needs. Local clusters get a
-loopback range no other live cluster holds (`runtime.local.claim_loopback_base`); Docker clusters get
+loopback range no other live cluster holds (`runtime.nodes.local.claim_loopback_base`); Docker clusters get
 published ports nothing listens on.
 """
 
@@ -55,9 +55,9 @@ def _owner_alive(directory: Path) -> bool:
 def sweep(base: Path) -> list[str]:
     """Stop and remove every test cluster under `base` whose owner process is gone; returns their names."""
     from kraftform.runtime import runtime_of
-    from kraftform.runtime.connect import stop_all
-    from kraftform.runtime.deployment import STATE_FILE
-    from kraftform.runtime.registry import stop_registry
+    from kraftform.runtime.connect.jvm_workers import stop_all
+    from kraftform.runtime.nodes.deployment import STATE_FILE
+    from kraftform.runtime.registry.running import stop_registry
 
     removed = []
     for directory in sorted(base.glob("*")) if base.is_dir() else []:
@@ -88,7 +88,7 @@ def free_base_port(cluster: ClusterSpec) -> int:
     bind every port it would publish now: each broker's external listener (base + its index) and each node's
     metrics (`specset.hosts.metrics_port`)."""
     from kraftform.cluster.topology import topology
-    from kraftform.runtime.docker_engine import port_taken
+    from kraftform.runtime.nodes.docker_engine import port_taken
     from kraftform.specset.hosts import metrics_port
 
     nodes = topology(cluster).nodes
@@ -118,7 +118,7 @@ class EphemeralCluster:
 
     @property
     def admin(self) -> Connection:
-        from kraftform.runtime.deployment import admin_config
+        from kraftform.runtime.nodes.deployment import admin_config
 
         return admin_config(self.state_dir)
 
@@ -142,7 +142,7 @@ class EphemeralCluster:
 
     def properties(self, user: str | None = None) -> Path:
         """A Java client .properties file for `user` (Kafka's tools, Java clients), 0600 in the cluster's dir."""
-        from kraftform.runtime.deployment import write_private
+        from kraftform.runtime.nodes.deployment import write_private
 
         path = self.state_dir / "clients" / f"{user or 'admin'}.properties"
         write_private(path, self.connection(user).java_properties(f"test cluster {self.name}: {user or 'admin'}"))
@@ -179,7 +179,7 @@ def ephemeral_cluster(specs_dir: str | Path, topology: Topology = "faithful", ru
     from kraftform.kafka.apply import ApplyOptions
     from kraftform.kafka.reconcile import apply_cluster, plan_cluster
     from kraftform.runtime import get_runtime
-    from kraftform.runtime.deployment import admin_config
+    from kraftform.runtime.nodes.deployment import admin_config
 
     declared = load_specs(specs_dir)
     base = base_dir or default_base()
@@ -197,8 +197,8 @@ def ephemeral_cluster(specs_dir: str | Path, topology: Topology = "faithful", ru
     engine = get_runtime(runtime, state)
     try:
         if runtime == "docker":
-            from kraftform.runtime.engine import docker_client
-            from kraftform.runtime.images import build_kafka
+            from kraftform.runtime.engines.engine import docker_client
+            from kraftform.runtime.engines.images import build_kafka
 
             build_kafka(docker_client(), [], specs.cluster.kafka_version)
         engine.up(specs.cluster, timeout=timeout)
@@ -210,8 +210,8 @@ def ephemeral_cluster(specs_dir: str | Path, topology: Topology = "faithful", ru
                              f"{'; '.join(f'{c.action} {c.kind} {c.resource}' for c in left.plan.changes)}")
         yield EphemeralCluster(specs, state, runtime, passwords)
     finally:
-        from kraftform.runtime.connect import stop_all
-        from kraftform.runtime.registry import stop_registry
+        from kraftform.runtime.connect.jvm_workers import stop_all
+        from kraftform.runtime.registry.running import stop_registry
 
         stop_all(state)  # Connect workers a test started (`kafka_connect`), before the cluster they log in to
         stop_registry(state)

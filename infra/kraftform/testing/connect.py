@@ -44,8 +44,8 @@ def running_connect(cluster: EphemeralCluster) -> Iterator[KafkaConnect]:
     """Every Connect cluster the specs declare, with its connectors as declared; workers stopped on exit."""
     from kraftform.connect.reconcile import apply_connect, plan_connect
     from kraftform.kafka.observe import acl_bindings
-    from kraftform.runtime.connect import ConnectWorkers
-    from kraftform.runtime.connect_clusters import connect_workers, start_declared
+    from kraftform.runtime.connect.clusters import connect_workers, start_declared
+    from kraftform.runtime.connect.jvm_workers import ConnectWorkers
 
     if not cluster.specs.connect:
         raise UsageError("the specs declare no Connect cluster (a `connect:` section)")

@@ -12,7 +12,7 @@ from pathlib import Path
 from kraftform.declared import consumer_gate
 from kraftform.errors import ClusterUnhealthy, UsageError
 from kraftform.registry.rest import RegistryRest
-from kraftform.runtime.registry_base import KraftformRegistry
+from kraftform.runtime.registry.base import KraftformRegistry
 from kraftform.testing.cluster import EphemeralCluster
 
 
@@ -44,7 +44,7 @@ def running_registry(cluster: EphemeralCluster) -> Iterator[SchemaRegistry]:
     """The specs' registry beside `cluster`, its subjects as declared; stopped and removed on exit."""
     from kraftform.plan.live import ownership_of
     from kraftform.registry.reconcile import apply_subjects, plan_subjects
-    from kraftform.runtime.registry import runtime_registry
+    from kraftform.runtime.registry.running import runtime_registry
 
     spec = cluster.specs.registry
     if spec is None:

@@ -19,8 +19,8 @@ from confluent_kafka import KafkaException
 
 from kraftform.errors import KafkaRequestFailed, KraftformError
 from kraftform.runtime import Runtime
-from kraftform.runtime.status import QuorumStatus, parse_quorum
-from kraftform.runtime.tools import METADATA_QUORUM, VERIFIABLE_CONSUMER, VERIFIABLE_PRODUCER, run_kafka_tool
+from kraftform.runtime.nodes.status import QuorumStatus, parse_quorum
+from kraftform.runtime.nodes.tools import METADATA_QUORUM, VERIFIABLE_CONSUMER, VERIFIABLE_PRODUCER, run_kafka_tool
 from kraftform.specset.model import Profile
 from kraftform.verification.delivery import Delivery, account
 from kraftform.verification.target import Target

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from kraftform.errors import KafkaRequestFailed
-from kraftform.runtime.tools import CONSUMER_PERFORMANCE, MEASURING_JAVA_OPTIONS, PRODUCER_PERFORMANCE
+from kraftform.runtime.nodes.tools import CONSUMER_PERFORMANCE, MEASURING_JAVA_OPTIONS, PRODUCER_PERFORMANCE
 from kraftform.specset.model import Profile
 from kraftform.verification.target import Target
 from kraftform.verification.toolout import ConsumerRun, ProducerRun, consumer_summary, producer_summary

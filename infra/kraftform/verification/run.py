@@ -27,7 +27,7 @@ from kraftform.cluster.connection import read_connection
 from kraftform.declared import load_specs
 from kraftform.errors import ConnectionFailed, KraftformError, UsageError
 from kraftform.runtime import get_runtime, runtime_of
-from kraftform.runtime.deployment import load
+from kraftform.runtime.nodes.deployment import load
 from kraftform.specset.loader import load_documents
 from kraftform.specset.model import Profile, SpecSet
 from kraftform.verification import SECTIONS, durability, nodework, performance, resilience
@@ -137,8 +137,8 @@ class Verification:
             self.progress(f"starting a {o.runtime} cluster from {o.specs_dir} (cluster {cluster.name!r}) ...")
             runtime = get_runtime(o.runtime, state)
             if o.runtime == "docker":
-                from kraftform.runtime.engine import docker_client
-                from kraftform.runtime.images import build_kafka
+                from kraftform.runtime.engines.engine import docker_client
+                from kraftform.runtime.engines.images import build_kafka
 
                 build_kafka(docker_client(), [], cluster.kafka_version)
             runtime.up(cluster, timeout=300)

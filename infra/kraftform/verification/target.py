@@ -24,8 +24,8 @@ from kraftform.cluster.connection import Connection
 from kraftform.cluster.render import TOOL_JAVA_OPTIONS
 from kraftform.errors import KafkaRequestFailed
 from kraftform.runtime import Runtime
-from kraftform.runtime.deployment import write_private
-from kraftform.runtime.tools import kafka_tool_command
+from kraftform.runtime.nodes.deployment import write_private
+from kraftform.runtime.nodes.tools import kafka_tool_command
 from kraftform.specset.model import Profile
 from kraftform.waiting import NotYet, poll
 

@@ -25,7 +25,7 @@ import yaml
 from kraftform.declared import load_specs
 from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
-from kraftform.runtime.local import listening
+from kraftform.runtime.nodes.local import listening
 from kraftform.runtime.postgres import LocalPostgres
 from kraftform.testing.cluster import EphemeralCluster, ephemeral_cluster
 from kraftform.testing.variant import for_tests

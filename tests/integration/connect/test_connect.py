@@ -29,7 +29,7 @@ from kraftform.kafka.apply import ApplyOptions
 from kraftform.kafka.observe import acl_bindings
 from kraftform.kafka.reconcile import apply_cluster, plan_cluster
 from kraftform.plan.changes import Action, Kind
-from kraftform.runtime.connect_clusters import workers_logins
+from kraftform.runtime.connect.clusters import workers_logins
 from kraftform.testing.variant import for_tests
 
 from ..conftest import unique

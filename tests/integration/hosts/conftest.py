@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from kraftform.cluster.containers import LOCAL_IMAGE
-from kraftform.runtime.engine import docker_client
-from kraftform.runtime.images import build_kafka
+from kraftform.runtime.engines.engine import docker_client
+from kraftform.runtime.engines.images import build_kafka
 
 from . import harness
 

@@ -31,11 +31,11 @@ from confluent_kafka.admin import NewTopic
 from kraftform.cluster.containers import LABEL_HOST
 from kraftform.declared import load_specs
 from kraftform.kafka.health import wait_healthy
-from kraftform.runtime.deployment import admin_config, load
-from kraftform.runtime.docker_engine import DockerRuntime
-from kraftform.runtime.engine import docker_client
-from kraftform.runtime.images import build_spark
-from kraftform.runtime.monitoring import running
+from kraftform.runtime.engines.engine import docker_client
+from kraftform.runtime.engines.images import build_spark
+from kraftform.runtime.nodes.deployment import admin_config, load
+from kraftform.runtime.nodes.docker_engine import DockerRuntime
+from kraftform.runtime.observation.monitoring import running
 
 from ..runtime.conftest import Day2, Producer, fixture_specs, read_values, roll_killed_and_resumed
 from . import harness

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kraftform.errors import EnvironmentMissing
-from kraftform.runtime.engine import host_client
+from kraftform.runtime.engines.engine import host_client
 
 from . import harness
 

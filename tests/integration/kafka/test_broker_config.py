@@ -10,7 +10,7 @@ import yaml
 from kraftform.cluster.connection import read_connection
 from kraftform.kafka.observe import observe
 from kraftform.plan.changes import Action, Kind
-from kraftform.runtime.tools import CONFIGS, run_kafka_tool
+from kraftform.runtime.nodes.tools import CONFIGS, run_kafka_tool
 
 from .conftest import Workspace
 

@@ -13,7 +13,7 @@ from kraftform.definitions.topic_configs import THROTTLED_REPLICAS
 from kraftform.kafka import gates
 from kraftform.kafka.admin import Requests, kafka_python_admin
 from kraftform.kafka.kafka_python import TopicPartition
-from kraftform.runtime.deployment import admin_config
+from kraftform.runtime.nodes.deployment import admin_config
 from kraftform.waiting import until
 
 from ..conftest import LiveCluster, unique

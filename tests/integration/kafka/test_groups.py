@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import KafkaException, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
-from kraftform.runtime.tools import CONFIGS, run_kafka_tool
+from kraftform.runtime.nodes.tools import CONFIGS, run_kafka_tool
 
 from .conftest import OneNode, one_node
 

@@ -8,7 +8,7 @@ import pytest
 from kraftform.cluster.topology import topology
 from kraftform.errors import ClusterUnhealthy
 from kraftform.kafka.health import wait_healthy
-from kraftform.runtime.deployment import admin_config
+from kraftform.runtime.nodes.deployment import admin_config
 
 from ..conftest import LiveCluster
 

@@ -21,7 +21,7 @@ from kraftform.kafka.credentials import logs_in, refusing_brokers
 from kraftform.kafka.observe import topics_per_broker
 from kraftform.kafka.reconcile import SETTLE_S, apply_cluster, plan_cluster
 from kraftform.plan import Action, Kind, Plan, Safety
-from kraftform.runtime.tools import ACLS, CONFIGS, run_kafka_tool
+from kraftform.runtime.nodes.tools import ACLS, CONFIGS, run_kafka_tool
 from kraftform.versions import KAFKA_VERSION
 
 from ...conftest import EXAMPLE_SPECS

@@ -37,10 +37,10 @@ from kraftform.declared import load_specs
 from kraftform.kafka import gates
 from kraftform.pulumi.cluster import ClusterSecretsProvider, secrets_inputs
 from kraftform.pulumi.nodes import ClusterNodesProvider, node_inputs, nodes_props
-from kraftform.runtime.docker_engine import LABEL_RECORD
-from kraftform.runtime.engine import docker_client
-from kraftform.runtime.images import build_kafka
-from kraftform.runtime.rolling import RollOptions
+from kraftform.runtime.engines.engine import docker_client
+from kraftform.runtime.engines.images import build_kafka
+from kraftform.runtime.nodes.docker_engine import LABEL_RECORD
+from kraftform.runtime.nodes.rolling import RollOptions
 from kraftform.specset.model import ClusterDefaults, ClusterSpec, ExternalListener
 from kraftform.versions import KAFKA_VERSION
 

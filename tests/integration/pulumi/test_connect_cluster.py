@@ -35,10 +35,10 @@ from kraftform.cluster.containers import LABEL_CLUSTER, kafka_image, memory_limi
 from kraftform.cluster.topology import topology
 from kraftform.connect.rest import ConnectRest
 from kraftform.pulumi.connect import ConnectClusterProvider, connect_props
-from kraftform.runtime import deployment as dep
-from kraftform.runtime.connect_containers import LABEL_CONNECT, worker_container
-from kraftform.runtime.engine import docker_client
-from kraftform.runtime.local import listening
+from kraftform.runtime.connect.containers import LABEL_CONNECT, worker_container
+from kraftform.runtime.engines.engine import docker_client
+from kraftform.runtime.nodes import deployment as dep
+from kraftform.runtime.nodes.local import listening
 from kraftform.specset.model import ConnectSpec
 from kraftform.testing.cluster import EphemeralCluster, ephemeral_cluster
 

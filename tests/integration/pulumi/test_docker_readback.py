@@ -19,7 +19,7 @@ import pytest
 from docker.models.containers import Container
 
 from kraftform.pulumi.program import StackConfig
-from kraftform.runtime.engine import docker_client
+from kraftform.runtime.engines.engine import docker_client
 
 from ...conftest import EXAMPLE_SPECS
 from ...unit.pulumi.mocks import SECRET_SIG, registered

@@ -20,8 +20,8 @@ import yaml
 
 from kraftform.declared import load_specs
 from kraftform.pulumi.monitoring import exporter_container, prometheus_container, spec_files
-from kraftform.runtime.engine import create_container, docker_client, remove_if_present
-from kraftform.runtime.images import build_prometheus, build_spark
+from kraftform.runtime.engines.engine import create_container, docker_client, remove_if_present
+from kraftform.runtime.engines.images import build_prometheus, build_spark
 
 from ..conftest import CLUSTER_SPECS, LiveCluster
 

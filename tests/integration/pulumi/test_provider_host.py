@@ -34,7 +34,7 @@ from kraftform.pulumi.providers import (
     GroupSettingsProvider,
 )
 from kraftform.pulumi.topics import TopicSetProvider
-from kraftform.runtime.tools import ACLS, CONFIGS, TOPICS, run_kafka_tool
+from kraftform.runtime.nodes.tools import ACLS, CONFIGS, TOPICS, run_kafka_tool
 from kraftform.spark.manifest import consumer_manifest, shape_digest
 from kraftform.specset.model import QuotaEntity, SecretRef, UserSpec
 from kraftform.waiting import until

@@ -20,10 +20,10 @@ from pulumi.runtime import proto
 from kraftform.declared import load_specs
 from kraftform.pulumi.registry import SchemaRegistryProvider, SubjectsProvider, registry_props, subjects_props
 from kraftform.registry.rest import RegistryRest
-from kraftform.runtime import deployment as dep
-from kraftform.runtime.engine import docker_client
-from kraftform.runtime.local import listening
-from kraftform.runtime.registry_container import data_volume, registry_container
+from kraftform.runtime.engines.engine import docker_client
+from kraftform.runtime.nodes import deployment as dep
+from kraftform.runtime.nodes.local import listening
+from kraftform.runtime.registry.container import data_volume, registry_container
 from kraftform.specset.model import RegistrySpec
 
 from ...conftest import REPO

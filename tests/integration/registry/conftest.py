@@ -19,8 +19,8 @@ import yaml
 from kraftform.declared import load_specs
 from kraftform.registry.rest import RegistryRest
 from kraftform.runtime import get_runtime
-from kraftform.runtime.local import listening
-from kraftform.runtime.registry import LocalRegistry
+from kraftform.runtime.nodes.local import listening
+from kraftform.runtime.registry.running import LocalRegistry
 
 ORDER: dict[str, Any] = {"type": "record", "name": "Order", "namespace": "shop",
          "fields": [{"name": "id", "type": "string"}, {"name": "qty", "type": "int"}]}

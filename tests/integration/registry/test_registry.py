@@ -23,8 +23,8 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from kraftform.cluster.certificates import issue, make_ca
 from kraftform.errors import AuthorizationDenied
-from kraftform.runtime.deployment import admin_config
-from kraftform.runtime.registry import LocalRegistry
+from kraftform.runtime.nodes.deployment import admin_config
+from kraftform.runtime.registry.running import LocalRegistry
 from kraftform.specset.model import RegistrySpec
 from kraftform.verification.secretscan import CommandLineSampler
 

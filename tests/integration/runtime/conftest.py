@@ -23,9 +23,9 @@ from confluent_kafka.admin import AdminClient
 
 from kraftform.declared import load_specs
 from kraftform.runtime import Runtime, get_runtime
-from kraftform.runtime.deployment import STATE_FILE, admin_config, load
-from kraftform.runtime.rolling import Nodes
-from kraftform.runtime.tools import VERIFIABLE_PRODUCER, kafka_tool_command
+from kraftform.runtime.nodes.deployment import STATE_FILE, admin_config, load
+from kraftform.runtime.nodes.rolling import Nodes
+from kraftform.runtime.nodes.tools import VERIFIABLE_PRODUCER, kafka_tool_command
 from kraftform.testing.cluster import free_base_port
 from kraftform.verification.secretscan import CommandLineSampler
 from kraftform.verification.toolout import ProducerLog, events
@@ -113,8 +113,8 @@ def own_cluster(base: Path, runtime_name: str, quick_start: bool = True, **clust
     specs = base / "specs"
     doc = fixture_specs(specs, **cluster)
     if runtime_name == "docker":
-        from kraftform.runtime.engine import docker_client
-        from kraftform.runtime.images import build_kafka
+        from kraftform.runtime.engines.engine import docker_client
+        from kraftform.runtime.engines.images import build_kafka
 
         client = docker_client()
         build_kafka(client, [])

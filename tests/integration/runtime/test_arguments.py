@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kraftform.cluster.containers import CONFIG_DIR
-from kraftform.runtime.deployment import admin_config
+from kraftform.runtime.nodes.deployment import admin_config
 from kraftform.testing.cluster import ephemeral_cluster
 from kraftform.verification.secretscan import CommandLineSampler
 
@@ -34,7 +34,7 @@ def test_making_a_cluster_puts_no_password_on_a_command_line_nor_in_docker_inspe
                    **{f"{user}'s": pw for user, pw in cluster.passwords.items()}}
         inspected = ""
         if runtime == "docker":
-            from kraftform.runtime.engine import docker_client
+            from kraftform.runtime.engines.engine import docker_client
 
             client = docker_client()
             nodes = client.containers.list(filters={"label": f"dev.kraftform.cluster={cluster.name}"})

@@ -3,7 +3,7 @@ with `kraftform apply --state-dir`, as a user would, each change checked from ou
 ConfigCommand, a VerifiableProducer with acks=all writing throughout, the partitions' replicas and leaders).
 
 The tests run in order on one cluster, each leaving it matching its specs (`plan` empty) for the next. The engine is
-one (runtime/rolling.py); what differs between runtimes is how a node is stopped, started, added and removed. The
+one (runtime/nodes/rolling.py); what differs between runtimes is how a node is stopped, started, added and removed. The
 local runtime takes every change here; the Docker runtime takes the interrupted roll (its resume renames a
 container back) on the hosts package's cluster (tests/integration/hosts/test_cluster.py, each node on its host's
 engine), and tests/integration/pulumi/test_cluster_nodes.py drives Docker through the same engine for a setting,
@@ -45,10 +45,10 @@ from kraftform.definitions.features import RELEASE_FEATURES
 from kraftform.kafka.admin import Admin, Requests, kafka_python_admin
 from kraftform.kafka.health import wait_healthy
 from kraftform.kafka.observe import observe
-from kraftform.runtime import deployment
-from kraftform.runtime.deployment import admin_config, load, load_secrets
-from kraftform.runtime.local import LocalRuntime, _runs_node
-from kraftform.runtime.tools import CONFIGS, run_kafka_tool
+from kraftform.runtime.nodes import deployment
+from kraftform.runtime.nodes.deployment import admin_config, load, load_secrets
+from kraftform.runtime.nodes.local import LocalRuntime, _runs_node
+from kraftform.runtime.nodes.tools import CONFIGS, run_kafka_tool
 from kraftform.specset.model import SCRAM_ANCHORS
 from kraftform.verification.secretscan import CommandLineSampler
 from kraftform.versions import KAFKA_VERSION
@@ -303,7 +303,7 @@ def test_an_apply_killed_in_a_roll_is_resumed_at_the_node_it_was_restarting(day2
 #: a random kill almost never hits, made certain (the apply kills itself there).
 KILLED_AT_LAUNCH = """
 import os, signal, sys
-from kraftform.runtime import local
+from kraftform.runtime.nodes import local
 launch = local.LocalRuntime._start
 def launch_then_die(self, *args, **kwargs):
     launch(self, *args, **kwargs)

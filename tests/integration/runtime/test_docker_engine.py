@@ -18,9 +18,9 @@ from docker.errors import ImageNotFound
 from kraftform.cluster.containers import network_name
 from kraftform.cluster.topology import CONTROLLER_ID_BASE
 from kraftform.declared import load_specs
-from kraftform.runtime.deployment import SECRETS_FILE, STATE_FILE
-from kraftform.runtime.docker_engine import DockerRuntime
-from kraftform.runtime.engine import docker_client
+from kraftform.runtime.engines.engine import docker_client
+from kraftform.runtime.nodes.deployment import SECRETS_FILE, STATE_FILE
+from kraftform.runtime.nodes.docker_engine import DockerRuntime
 from kraftform.specset.hosts import metrics_port as node_metrics_port
 
 from ..conftest import LiveCluster, assert_hardened
@@ -115,8 +115,8 @@ def test_a_connect_clusters_running_containers_hold_a_login_a_plan_leaves_alone(
     worker of this cluster (a shell standing in for the worker: what is read is Docker's labels), its login
     recorded as `connect up` records it."""
     from kraftform.cluster.containers import LABEL_CLUSTER
-    from kraftform.runtime.connect_clusters import stop_undeclared, workers_logins
-    from kraftform.runtime.connect_containers import LABEL_CONNECT
+    from kraftform.runtime.connect.clusters import stop_undeclared, workers_logins
+    from kraftform.runtime.connect.containers import LABEL_CONNECT
 
     state = docker_cluster.state_dir
     record = state / "connect" / "probe" / "login.json"
@@ -148,7 +148,7 @@ def test_the_schema_registry_runs_beside_a_docker_cluster_and_keeps_its_subjects
     from kraftform.cluster.containers import memory_limit
     from kraftform.errors import AuthorizationDenied, ConnectionFailed
     from kraftform.registry.rest import RegistryRest
-    from kraftform.runtime.registry_container import data_volume, registry_container
+    from kraftform.runtime.registry.container import data_volume, registry_container
     from kraftform.specset.model import RegistrySpec
 
     state, name = docker_cluster.state_dir, docker_cluster.spec.name

@@ -28,8 +28,8 @@ from confluent_kafka import Consumer
 
 from kraftform.kafka.clients import produce_paced
 from kraftform.monitoring.dashboard import panels
-from kraftform.runtime.deployment import admin_config
-from kraftform.runtime.monitoring import running
+from kraftform.runtime.nodes.deployment import admin_config
+from kraftform.runtime.observation.monitoring import running
 
 from .conftest import Day2, own_cluster
 

@@ -22,9 +22,9 @@ from confluent_kafka.cimpl import NewTopic
 from kraftform.cluster.certificates import KeyPair, issue, make_ca
 from kraftform.errors import KafkaRequestFailed
 from kraftform.kafka.health import describe_health, poll_health, round_trip
-from kraftform.runtime.deployment import load_secrets
-from kraftform.runtime.registry_base import CLIENT_NAME as REGISTRY_CLIENT
-from kraftform.runtime.tools import METADATA_QUORUM, run_kafka_tool
+from kraftform.runtime.nodes.deployment import load_secrets
+from kraftform.runtime.nodes.tools import METADATA_QUORUM, run_kafka_tool
+from kraftform.runtime.registry.base import CLIENT_NAME as REGISTRY_CLIENT
 
 from ..conftest import LiveCluster, unique
 
@@ -164,8 +164,8 @@ def test_kcat_reaches_the_cluster_with_the_written_config(cluster: LiveCluster) 
     import subprocess
     from pathlib import Path
 
-    from kraftform.runtime.engine import docker_client
-    from kraftform.runtime.images import build_kcat
+    from kraftform.runtime.engines.engine import docker_client
+    from kraftform.runtime.engines.images import build_kcat
 
     build_kcat(docker_client(), [])
     kcat = Path(__file__).resolve().parents[3] / "scripts" / "kcat"

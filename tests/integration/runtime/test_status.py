@@ -11,7 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from kraftform.runtime.deployment import write_private
+from kraftform.runtime.nodes.deployment import write_private
 
 from ..conftest import CLUSTER_SPECS, LiveCluster
 

@@ -17,8 +17,8 @@ import yaml
 from docker.errors import NotFound
 
 from kraftform.pulumi.consumers import ConsumerReadyProvider
-from kraftform.runtime.engine import docker_client
-from kraftform.runtime.images import build_spark
+from kraftform.runtime.engines.engine import docker_client
+from kraftform.runtime.engines.images import build_spark
 from kraftform.spark.containers import consumers_volume, container_name
 from kraftform.waiting import NotYet, poll
 

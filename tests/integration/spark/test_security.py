@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kraftform.runtime.tools import ACLS, run_kafka_tool
+from kraftform.runtime.nodes.tools import ACLS, run_kafka_tool
 from kraftform.spark.checkpoint import prepare
 from kraftform.spark.job import placement, start_query
 from kraftform.spark.settings import job_settings

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftform.runtime.deployment import load
+from kraftform.runtime.nodes.deployment import load
 
 PROJECT = Path(__file__).resolve().parents[2] / "example_project"
 #: Every test of the example project but its Spark pipeline, its Connect archive and its schema registry's refunds

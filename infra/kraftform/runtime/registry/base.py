@@ -13,7 +13,7 @@ from pathlib import Path
 from kraftform.cluster.certificates import KeyPair, issue, pkcs12_keystore, pkcs12_truststore
 from kraftform.errors import ClusterUnhealthy, ConnectionFailed, KafkaRequestFailed, UsageError
 from kraftform.registry.rest import RegistryRest
-from kraftform.runtime import deployment as dep
+from kraftform.runtime.nodes import deployment as dep
 from kraftform.specset.model import RegistrySpec
 from kraftform.statefiles import PRIVATE, read_json, write_atomic
 from kraftform.waiting import NotYet, poll

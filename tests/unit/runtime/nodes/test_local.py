@@ -5,7 +5,7 @@ import time
 from pathlib import Path
 
 from kraftform.cluster.topology import CLIENT_PORT
-from kraftform.runtime.local import (
+from kraftform.runtime.nodes.local import (
     START_MARKER,
     answers_in,
     claim_loopback_base,
@@ -87,8 +87,8 @@ def test_a_node_is_gone_only_once_its_process_has_released_everything(tmp_path: 
     import subprocess
     import sys
 
-    from kraftform.runtime.deployment import NodeRecord
-    from kraftform.runtime.local import LocalRuntime
+    from kraftform.runtime.nodes.deployment import NodeRecord
+    from kraftform.runtime.nodes.local import LocalRuntime
 
     runtime = LocalRuntime(tmp_path)
     node_dir = runtime.node_dir("n-1")
@@ -124,8 +124,8 @@ def test_a_node_process_no_record_names_is_found_by_its_directory_and_stopped_no
     import subprocess
     import sys
 
-    from kraftform.runtime import deployment as dep
-    from kraftform.runtime.local import LocalRuntime
+    from kraftform.runtime.nodes import deployment as dep
+    from kraftform.runtime.nodes.local import LocalRuntime
 
     runtime = LocalRuntime(tmp_path)
     dep.save(runtime.state_dir, dep.Deployment("local", "n", "127.0.0.1:9092", 1, "4.4.0", [

@@ -17,8 +17,8 @@ from kraftform.cluster.connection import Connection
 from kraftform.errors import ConnectionFailed, EnvironmentMissing
 from kraftform.kafka.health import ClusterHealth, describe_health
 from kraftform.monitoring.status import Status
-from kraftform.runtime.deployment import Deployment, admin_config
-from kraftform.runtime.tools import METADATA_QUORUM, run_kafka_tool
+from kraftform.runtime.nodes.deployment import Deployment, admin_config
+from kraftform.runtime.nodes.tools import METADATA_QUORUM, run_kafka_tool
 from kraftform.specset.model import SpecSet
 
 
@@ -82,7 +82,7 @@ def status_of(specs: SpecSet, connection: Connection, data_dir: Path | None,
     from kraftform.cluster.topology import topology
     from kraftform.kafka.status import MIN_ISR, observe_status
     from kraftform.monitoring.status import assess
-    from kraftform.runtime.connect_clusters import observe
+    from kraftform.runtime.connect.clusters import observe
     from kraftform.spark.checkpoint import committed_offsets
     from kraftform.spark.job import placement
 

@@ -23,10 +23,10 @@ from docker.models.containers import Container
 from kraftform.cluster.certificates import KeyPair
 from kraftform.cluster.containers import CONTAINER_UID, LABEL_CLUSTER, memory_limit
 from kraftform.registry_app import ensure_registry
-from kraftform.runtime import deployment as dep
-from kraftform.runtime.engine import docker_client, host_config, owned_tar
-from kraftform.runtime.local import last_error_line
-from kraftform.runtime.registry_base import START_TIMEOUT_S, KraftformRegistry, Progress
+from kraftform.runtime.engines.engine import docker_client, host_config, owned_tar
+from kraftform.runtime.nodes import deployment as dep
+from kraftform.runtime.nodes.local import last_error_line
+from kraftform.runtime.registry.base import START_TIMEOUT_S, KraftformRegistry, Progress
 from kraftform.specset.model import RegistrySpec
 
 LABEL_REGISTRY = "dev.kraftform.registry"

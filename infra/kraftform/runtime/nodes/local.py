@@ -46,8 +46,8 @@ from kraftform.cluster.topology import (
 from kraftform.errors import ClusterUnhealthy, EnvironmentMissing, UsageError
 from kraftform.kafka.health import ClusterHealth, wait_healthy
 from kraftform.plan.nodes import NodePlan, node_plan
-from kraftform.runtime import class_archive
-from kraftform.runtime import deployment as dep
+from kraftform.runtime.nodes import class_archive
+from kraftform.runtime.nodes import deployment as dep
 from kraftform.specset.model import DEFAULT_BROKER_HEAP, DEFAULT_CONTROLLER_HEAP, ClusterSpec
 from kraftform.statefiles import write_atomic
 from kraftform.waiting import until

@@ -28,7 +28,7 @@ from kraftform.errors import ClusterUnhealthy, EnvironmentMissing, UsageError
 from kraftform.monitoring.alerts import rules_yaml
 from kraftform.monitoring.dashboard import dashboard
 from kraftform.monitoring.scrape import Endpoint, prometheus_config
-from kraftform.runtime.deployment import METRICS_ENDPOINTS, load
+from kraftform.runtime.nodes.deployment import METRICS_ENDPOINTS, load
 from kraftform.specset.model import SpecSet
 from kraftform.statefiles import write_atomic
 from kraftform.waiting import until

@@ -8,10 +8,18 @@ import pytest
 from kraftform.declared import load_specs
 from kraftform.errors import ClusterUnhealthy
 from kraftform.plan.changes import Action, Safety
-from kraftform.runtime.deployment import Deployment, NodeRecord
-from kraftform.runtime.rolling import ROLLING, ClusterWork, LostHost, RollOptions, carry_out, interrupted, waiting_text
+from kraftform.runtime.nodes.deployment import Deployment, NodeRecord
+from kraftform.runtime.nodes.rolling import (
+    ROLLING,
+    ClusterWork,
+    LostHost,
+    RollOptions,
+    carry_out,
+    interrupted,
+    waiting_text,
+)
 
-from ...conftest import EXAMPLE_SPECS
+from ....conftest import EXAMPLE_SPECS
 
 
 def deployment(**extra: str) -> Deployment:

@@ -46,7 +46,7 @@ def certificates(state_dir: Path | None, connection: Connection) -> dict[str, fl
     if connection.ca_path and Path(connection.ca_path).is_file():
         pems["ca"] = Path(connection.ca_path).read_text()
     if state_dir is not None and (state_dir / "secrets.json").is_file():
-        from kraftform.runtime.deployment import load_secrets
+        from kraftform.runtime.nodes.deployment import load_secrets
 
         pems.update({f"node {name}": pair.cert_pem for name, pair in load_secrets(state_dir).node_keys.items()})
     ends = {}
@@ -117,7 +117,7 @@ class _Looker:
             time.sleep(max(0.0, LOOK_EVERY_S - (time.monotonic() - started)))
 
     def look(self) -> None:
-        from kraftform.runtime.status import status_of
+        from kraftform.runtime.nodes.status import status_of
 
         try:
             status: Status | None = status_of(self.specs, self.connection, self.data_dir, self.state_dir)

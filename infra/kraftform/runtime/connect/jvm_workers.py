@@ -47,8 +47,8 @@ from kraftform.errors import (
     UsageError,
 )
 from kraftform.plan.connectors import Logins
-from kraftform.runtime import deployment as dep
-from kraftform.runtime.local import java_binary, last_error_line, loopback_base, tail
+from kraftform.runtime.nodes import deployment as dep
+from kraftform.runtime.nodes.local import java_binary, last_error_line, loopback_base, tail
 from kraftform.specset.model import ConnectSpec
 from kraftform.statefiles import PRIVATE, read_json, write_atomic
 from kraftform.versions import CONNECT_VERSION

@@ -49,14 +49,14 @@ from kraftform.cluster.connection import SASL_SSL, Connection
 from kraftform.cluster.containers import CONTAINER_UID, HOST_NETWORK, LABEL_CLUSTER, LABEL_HOST, memory_limit
 from kraftform.connect.rest import ConnectRest
 from kraftform.errors import ClusterUnhealthy, HostUnreachable
-from kraftform.runtime.connect import (
+from kraftform.runtime.connect.jvm_workers import (
     CLASS_PATH_PLUGINS,
     DEFAULT_PLUGINS,
     START_TIMEOUT_S,
     serves,
 )
-from kraftform.runtime.engine import host_config, owned_tar
-from kraftform.runtime.local import last_error_line
+from kraftform.runtime.engines.engine import host_config, owned_tar
+from kraftform.runtime.nodes.local import last_error_line
 from kraftform.specset.model import ConnectSpec
 from kraftform.versions import CONNECT_VERSION
 from kraftform.waiting import poll

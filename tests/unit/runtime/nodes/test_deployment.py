@@ -10,9 +10,9 @@ import pytest
 from kraftform.cluster.topology import topology
 from kraftform.declared import load_specs
 from kraftform.errors import UsageError
-from kraftform.runtime import deployment as dep
+from kraftform.runtime.nodes import deployment as dep
 
-from ...conftest import EXAMPLE_SPECS
+from ....conftest import EXAMPLE_SPECS
 
 
 def test_state_dir_is_reused_only_for_the_same_runtime_and_cluster(tmp_path: Path) -> None:

@@ -45,8 +45,8 @@ from kraftform.plan.placement import (
     reassignment_batches,
     target_assignment,
 )
-from kraftform.runtime import deployment as dep
-from kraftform.runtime.tools import CLUSTER_TOOL, METADATA_QUORUM, run_kafka_tool
+from kraftform.runtime.nodes import deployment as dep
+from kraftform.runtime.nodes.tools import CLUSTER_TOOL, METADATA_QUORUM, run_kafka_tool
 from kraftform.specset.model import ClusterSpec
 from kraftform.waiting import NotYet, poll
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kraftform.runtime.connect import ConnectWorkers
+from kraftform.runtime.connect.jvm_workers import ConnectWorkers
 from kraftform.specset.model import ConnectorSpec, ConnectSpec
 
 SPEC = ConnectSpec("cdc", "connect-workers", connectors=(
@@ -41,7 +41,7 @@ def test_a_workers_container_records_what_its_tasks_read_beside_its_logins_and_a
     password, never the password, out of the directory the workers' config provider reads; a new password is
     written into the running worker (its tasks restart), not a reason to make the worker again."""
     from kraftform.cluster.certificates import KeyPair
-    from kraftform.runtime.connect_containers import APPLIED_LOGINS, ConnectDeployment
+    from kraftform.runtime.connect.containers import APPLIED_LOGINS, ConnectDeployment
 
     def deployment(password: str) -> ConnectDeployment:
         return ConnectDeployment(SPEC, "kf", "kf-net", "image", "b:9093", KeyPair("cert", "key"), "workers-pw",
@@ -59,7 +59,7 @@ def test_a_workers_container_records_what_its_tasks_read_beside_its_logins_and_a
 
 def test_on_hosts_worker_i_runs_on_host_i_mod_their_number_serving_its_rest_api_on_its_address() -> None:
     from kraftform.cluster.certificates import KeyPair
-    from kraftform.runtime.connect_containers import ConnectDeployment
+    from kraftform.runtime.connect.containers import ConnectDeployment
 
     spread = ConnectDeployment(SPEC, "kf", "", "image", "10.0.0.1:29092,10.0.0.2:29093", KeyPair("cert", "key"),
                                "workers-pw", "rest-pw", "store-pw", hosts=(("a", "10.0.0.1"), ("b", "10.0.0.2")))

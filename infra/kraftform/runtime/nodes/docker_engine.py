@@ -42,8 +42,7 @@ from kraftform.cluster.topology import topology
 from kraftform.errors import HostUnreachable, UsageError
 from kraftform.kafka.health import ClusterHealth, wait_healthy
 from kraftform.plan.nodes import NodePlan, node_plan
-from kraftform.runtime import deployment as dep
-from kraftform.runtime.engine import (
+from kraftform.runtime.engines.engine import (
     attached,
     create_container,
     docker_client,
@@ -51,8 +50,9 @@ from kraftform.runtime.engine import (
     remove_attached,
     remove_if_present,
 )
-from kraftform.runtime.images import build_kafka
-from kraftform.runtime.local import last_error_line
+from kraftform.runtime.engines.images import build_kafka
+from kraftform.runtime.nodes import deployment as dep
+from kraftform.runtime.nodes.local import last_error_line
 from kraftform.specset.hosts import moved_addresses, node_hosts
 from kraftform.specset.model import ClusterSpec, Host
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from kraftform.artifacts import ensure_kafka
 from kraftform.cluster.render import TOOL_JAVA_OPTIONS
 from kraftform.errors import KafkaRequestFailed
-from kraftform.runtime.local import java_binary
+from kraftform.runtime.nodes.local import java_binary
 from kraftform.subprocesses import run_to_end
 from kraftform.versions import KAFKA_VERSION
 

@@ -26,9 +26,9 @@ from kraftform.errors import UsageError
 from kraftform.kafka.credentials import read_secret
 from kraftform.registry.rest import RegistryRest
 from kraftform.registry_app import ensure_registry
-from kraftform.runtime import deployment as dep
-from kraftform.runtime.local import java_binary, last_error_line, loopback_base, tail
-from kraftform.runtime.registry_base import START_TIMEOUT_S, KraftformRegistry, Progress
+from kraftform.runtime.nodes import deployment as dep
+from kraftform.runtime.nodes.local import java_binary, last_error_line, loopback_base, tail
+from kraftform.runtime.registry.base import START_TIMEOUT_S, KraftformRegistry, Progress
 from kraftform.specset.model import ConsumerSpec, RegistrySpec, SpecSet
 
 LOG_FILE = "registry.log"
@@ -114,7 +114,7 @@ class LocalRegistry(KraftformRegistry):
 def runtime_registry(state_dir: Path, spec: RegistrySpec) -> KraftformRegistry:
     """The registry beside the cluster in `state_dir`, in the cluster's runtime."""
     if dep.load(state_dir).runtime == "docker":
-        from kraftform.runtime.registry_container import DockerRegistry
+        from kraftform.runtime.registry.container import DockerRegistry
 
         return DockerRegistry.beside(state_dir, spec)
     return LocalRegistry(state_dir, spec)

@@ -10,9 +10,9 @@ from pathlib import Path
 from kraftform.cluster.connection import Connection
 from kraftform.declared import load_specs
 from kraftform.monitoring.status import ConnectorStatus, ConsumerStatus, Status, TopicStatus
-from kraftform.runtime.exporter import STALE_S, _Looker, render_metrics
+from kraftform.runtime.observation.exporter import STALE_S, _Looker, render_metrics
 
-from ...conftest import EXAMPLE_SPECS
+from ....conftest import EXAMPLE_SPECS
 
 STATUS = Status("kftest", (1, 2, 3), (1, 2, 3), (1001,), (1001,), 1001,
                 (TopicStatus("orders", 3, (1,), (), ()),),

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from kraftform.runtime.class_archive import adopt, dump_options, dump_target, use_options
+from kraftform.runtime.nodes.class_archive import adopt, dump_options, dump_target, use_options
 
 
 def test_a_clean_dump_replaces_the_archive_and_a_killed_ones_is_dropped(tmp_path: Path) -> None:

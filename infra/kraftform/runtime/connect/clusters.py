@@ -1,6 +1,6 @@
 """The Connect clusters beside a cluster kraftform runs, whichever its runtime: JVMs on this machine beside a local
-cluster (`runtime.connect`), containers beside a Docker one (`runtime.connect_containers`, as `pulumi up` runs
-them). What `kraftform connect`, `kraftform status` and the pytest plugin call.
+cluster (`runtime.connect.jvm_workers`), containers beside a Docker one (`runtime.connect.containers`, as `pulumi
+up` runs them). What `kraftform connect`, `kraftform status` and the pytest plugin call.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from kraftform.errors import ConnectionFailed, HostUnreachable, KafkaRequestFail
 from kraftform.monitoring.status import ConnectSeen
 from kraftform.plan.connectors import Logins
 from kraftform.plan.live import OwnLogin
-from kraftform.runtime import deployment as dep
-from kraftform.runtime.connect import (
+from kraftform.runtime.connect.containers import LABEL_CONNECT, ConnectDeployment, DockerConnectWorkers
+from kraftform.runtime.connect.jvm_workers import (
     LOGIN_FILE,
     START_TIMEOUT_S,
     ConnectWorkers,
@@ -34,9 +34,9 @@ from kraftform.runtime.connect import (
     running_pids,
     stop_recorded,
 )
-from kraftform.runtime.connect_containers import LABEL_CONNECT, ConnectDeployment, DockerConnectWorkers
-from kraftform.runtime.docker_engine import answering_engines, recorded_addresses
-from kraftform.runtime.engine import docker_client
+from kraftform.runtime.engines.engine import docker_client
+from kraftform.runtime.nodes import deployment as dep
+from kraftform.runtime.nodes.docker_engine import answering_engines, recorded_addresses
 from kraftform.specset.model import ConnectSpec, SpecSet
 from kraftform.statefiles import read_json
 

@@ -1,7 +1,5 @@
 """`python -m kraftform` runs the CLI."""
 
-import sys
+from kraftform.cli import run
 
-from kraftform.cli import main
-
-sys.exit(main())
+run()

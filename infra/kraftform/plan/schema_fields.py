@@ -15,7 +15,6 @@ from kraftform.plan.avro_compat import PRIMITIVES, named_types, resolved
 from kraftform.plan.render import listed
 
 FieldAction = Literal["added", "removed", "retyped", "renamed", "default"]
-SYMBOL = {"added": "+", "removed": "-", "retyped": "~", "renamed": "~", "default": "~"}
 
 
 @dataclass(frozen=True)

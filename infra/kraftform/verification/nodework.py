@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
 from kraftform.definitions.server_configs import THROTTLE_RATES
@@ -120,15 +119,6 @@ def _throttled(target: Target) -> tuple[str, ...]:
     return tuple(left)
 
 
-def _records(target: Target, topic: str, partitions: int) -> int:
-    """How many records the topic holds (no transactions write to it: one offset per record)."""
-    consumer = Consumer({**target.connection.librdkafka(), "group.id": f"kraftform-verify-{target.run_id}-count"})
-    try:
-        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions))
-    finally:
-        consumer.close()
-
-
 def node_point(where: float, share: float, expected: int) -> Callable[[Sequence[str]], KillPoint]:
     """The kill point `where` (in [0, 1)) of node work's progress. A roll announces its nodes (`[k/N] name: ...`,
     three lines each: waiting, restarting, back); other work is assumed to print `expected` lines (what the last
@@ -212,7 +202,7 @@ def node_kill_trials(target: Target, cluster: Mapping[str, Any], count: int, see
         if producer.process.poll() is None:
             producer.process.terminate()
         acked = set(producer.finish(timeout=60).acked)
-    read = set(read_all(target, topic, PRODUCER, _records(target, topic, 6), "node-kills"))
+    read = set(read_all(target, topic, PRODUCER, target.end_offsets(topic, 6), "node-kills"))
     result.acked, result.lost = len(acked), len(acked - read)
     result.seconds = time.monotonic() - started
     return result

@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import IO
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kraftform.cluster.config import properties_text
@@ -134,12 +134,23 @@ class Target:
         poll(f"{topic} back in sync", timeout, synced)
         return time.monotonic() - start
 
-    def end_offsets(self, topic: str, partitions: int) -> int:
-        """Records in the topic (no compaction or transactions in a verify topic, so offsets count them)."""
+    def end_offsets(self, topic: str, partitions: int, timeout: float = 120.0) -> int:
+        """Records in the topic (no compaction or transactions in a verify topic, so offsets count them). A
+        partition whose leader is moving (a roll, a kill just before) is asked again: its NOT_LEADER answer is the
+        moment, not the count (ci48's node-work check ended on one)."""
         consumer = Consumer({**self.connection.librdkafka(), "group.id": f"kraftform-verify-{self.run_id}"})
+
+        def ends() -> int:
+            try:
+                return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+                           for p in range(partitions))
+            except KafkaException as exc:
+                if exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].retriable():
+                    raise NotYet(exc.args[0].str()) from None
+                raise
+
         try:
-            return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-                       for p in range(partitions))
+            return poll(f"the end offsets of {topic}", timeout, ends, interval=1.0)
         finally:
             consumer.close()
 

@@ -50,8 +50,14 @@ class Day2:
         (self.specs / "cluster.yaml").write_text(yaml.safe_dump(doc))
 
     def kraftform(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([shutil.which("kraftform") or "kraftform", *args, str(self.specs), "--state-dir",
-                               str(self.state)], capture_output=True, text=True, timeout=900, check=False)
+        argv = [shutil.which("kraftform") or "kraftform", *args, str(self.specs), "--state-dir", str(self.state)]
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+        except subprocess.TimeoutExpired as exc:  # what it said so far, whole: the repr cuts it to a few bytes
+            said = b"".join(part if isinstance(part, bytes) else str(part).encode() for part in (exc.stdout, exc.stderr)
+                            if part)
+            raise AssertionError(f"{' '.join(argv[:2])} still running after 900 s:\n{said.decode(errors='replace')}") \
+                from None
 
     def pids(self) -> dict[str, str]:
         """Each node's process id (local) or container id and start time (Docker): a restart changes it."""

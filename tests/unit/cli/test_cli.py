@@ -91,6 +91,34 @@ def test_console_script_is_installed() -> None:
     assert done.returncode == 0 and done.stdout.startswith("kraftform ")
 
 
+UNEXPECTED = """
+import threading
+import kraftform.cli as cli
+
+def handler(args):
+    threading.Thread(target=threading.Event().wait).start()  # a worker that never ends, and is no daemon
+    raise RuntimeError("nobody expected this")
+
+class Args:
+    handler = staticmethod(handler)
+
+class Parser:
+    def parse_args(self, argv):
+        return Args()
+
+cli.build_parser = Parser
+cli.run()
+"""
+
+
+def test_a_command_ended_by_an_unexpected_exception_shows_its_traceback_and_exits_at_once() -> None:
+    """Not held by a worker thread still waiting (Python's own exit joins them; ci48's `plan` waited 900 s)."""
+    done = subprocess.run([sys.executable, "-c", UNEXPECTED], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" in done.stderr and "RuntimeError: nobody expected this" in done.stderr
+
+
 def test_plan_needs_a_readable_command_config(example_specs: Path, tmp_path: Path) -> None:
     missing = run("plan", str(example_specs))
     assert missing.returncode == 1 and "--command-config" in missing.stderr

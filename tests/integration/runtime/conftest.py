@@ -21,6 +21,7 @@ import yaml
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from kraftform.cluster.render import TOOL_JAVA_OPTIONS
 from kraftform.declared import load_specs
 from kraftform.runtime import Runtime, get_runtime
 from kraftform.runtime.nodes.deployment import STATE_FILE, admin_config, load
@@ -31,6 +32,21 @@ from kraftform.verification.secretscan import CommandLineSampler
 from kraftform.verification.toolout import ProducerLog, events
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "cluster" / "cluster.yaml"
+#: The test producer's client log: warnings, and its network client's disconnects and timeouts, with their times
+#: (log4j2 prints only errors without a configuration): what a pause through a node's or host's loss is read from.
+PRODUCER_LOG4J2 = """status = error
+appender.err.type = Console
+appender.err.name = err
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d{HH:mm:ss.SSS}] %p %m (%c{1})%n
+rootLogger.level = WARN
+rootLogger.appenderRef.err.ref = err
+logger.network.name = org.apache.kafka.clients.NetworkClient
+logger.network.level = INFO
+logger.metadata.name = org.apache.kafka.clients.Metadata
+logger.metadata.level = INFO
+"""
 
 
 @dataclass
@@ -149,10 +165,13 @@ class Producer:
         config = day2.state / "producer.properties"
         idempotent = "enable.idempotence=true\nretries=2147483647\n"
         config.write_text((day2.state / "admin.properties").read_text() + idempotent)
+        log4j2 = day2.state / "producer-log4j2.properties"
+        log4j2.write_text(PRODUCER_LOG4J2)
         self.log = ProducerLog()
         self.process = subprocess.Popen(kafka_tool_command(VERIFIABLE_PRODUCER, [
             "--bootstrap-server", deployment.bootstrap, "--topic", topic, "--max-messages", "1000000",
-            "--throughput", "200", "--acks", "-1", "--command-config", str(config)]),
+            "--throughput", "200", "--acks", "-1", "--command-config", str(config)],
+            java_options=(*TOOL_JAVA_OPTIONS, f"-Dlog4j2.configurationFile={log4j2}")),
             stdout=subprocess.PIPE, stderr=(day2.state / "producer.stderr").open("w"), text=True)
         self.stderr = day2.state / "producer.stderr"
         self.thread = threading.Thread(target=self._read, daemon=True)

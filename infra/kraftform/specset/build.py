@@ -207,7 +207,9 @@ class Builder:
     def _hosts(self, entry: Entry) -> tuple[Host, ...]:
         """Each host as written; a `tls` file path is taken from the spec file's directory, so the same specs
         work from any working directory."""
-        here = Path(entry.doc.file).parent
+        # Absolute, whatever directory the specs were named from: the records keep them, and commands given only
+        # the state directory run from anywhere.
+        here = Path(entry.doc.file).parent.resolve()
         hosts = []
         listener = entry.data.get("security", {}).get("external_listener", {})
         if entry.data.get("hosts") and "host" in listener:

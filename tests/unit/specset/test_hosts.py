@@ -131,6 +131,22 @@ def test_a_node_id_wins_over_its_rack_and_tls_paths_are_from_the_spec_file(specs
     assert (tls.ca, tls.key) == (str(Path(specs.cluster.location.file).parent / "certs/ca.pem"), "/etc/key.pem")
 
 
+def test_tls_paths_are_absolute_when_the_specs_are_named_from_their_parent(
+        specs_copy: SpecsCopy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The records keep them: a command given only the state directory, run from elsewhere, finds the files."""
+    specs = with_hosts(specs_copy(), """\
+  hosts:
+    - {name: host-a, docker: "tcp://10.0.0.1:2376", address: 10.0.0.1, racks: [rack-a],
+       tls: {ca: certs/ca.pem, cert: certs/cert.pem, key: certs/key.pem}}
+    - {name: host-b, docker: "ssh://ops@10.0.0.2:2222", address: 10.0.0.2, racks: [rack-b]}
+    - {name: host-c, docker: "unix:///run/c/docker.sock", address: 10.0.0.3, racks: [rack-c]}
+""")
+    monkeypatch.chdir(specs.parent)
+    tls = load_specs(Path(specs.name)).cluster.hosts[0].tls
+    assert tls is not None
+    assert tls.ca == str(specs.resolve() / "certs" / "ca.pem") and Path(tls.ca).is_absolute()
+
+
 @settings(max_examples=200, deadline=None)
 @given(brokers=st.integers(1, 12), racks=st.integers(0, 4), rf=st.integers(1, 5), on_host=st.data())
 def test_replicas_on_a_host_never_exceed_what_its_racks_and_brokers_can_hold(

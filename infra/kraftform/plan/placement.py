@@ -325,13 +325,50 @@ def _bound(layout: _Layout, leaving: Collection[int], sizes: Mapping[Partition, 
     for staying, group_gone in _groups(layout, leaving):
         if not staying:
             continue
-        share = _shares(layout.total, staying, sum(layout.total[b] for b in (*staying, *group_gone)))
+        total = sum(layout.total[b] for b in (*staying, *group_gone))
+        if leaving:
+            share = _shares(layout.total, staying, total)
+            overs = {b: layout.total[b] - share[b] for b in staying}
+        else:
+            overs = _rack_held_overs(layout, staying, total)
         for b in staying:
-            over = layout.total[b] - share[b]
+            over = overs[b]
             if over > 0:
                 replicas += over
                 size += sum(sorted(sizes.get(tp, 0) for tp in _replicas_on(layout, b))[:over])
     return Bound(replicas, size)
+
+
+def _rack_held_overs(layout: _Layout, staying: Sequence[int], total: int) -> dict[int, int]:
+    """How many replicas must leave each staying broker for the most even placement the racks allow. A replica
+    alone in its rack, of a partition on every rack, moves only within that rack (anywhere else narrows the
+    spread): a rack holding more of them than its brokers' shares keeps exactly those, shared among its brokers,
+    and every other replica there leaves; the other brokers share the rest (again, until no rack is over). With
+    no such rack, what each holds above its plain share."""
+    rack = layout.rack
+    racks = {rack[b] for b in staying}
+    held: Counter[int] = Counter()
+    for replicas in layout.current.values():
+        used = [rack[b] for b in replicas]
+        if set(used) == racks:
+            held.update(b for b, r in zip(replicas, used, strict=True) if used.count(r) == 1)
+    in_rack: Counter[str] = Counter()
+    for b in staying:
+        in_rack[rack[b]] += held[b]
+    kept: dict[str, int] = {}
+    while True:
+        free = [b for b in staying if rack[b] not in kept]
+        share = _shares(layout.total, free, total - sum(kept.values())) if free else {}
+        over = {r: n for r, n in in_rack.items() if r not in kept and n > sum(share[b] for b in free if rack[b] == r)}
+        if not over:
+            break
+        kept |= over
+    overs = {b: max(0, layout.total[b] - share[b]) for b in share}
+    for r, n in kept.items():
+        members = [b for b in staying if rack[b] == r]
+        target = _shares(held, members, n)
+        overs |= {b: max(0, held[b] - target[b]) + layout.total[b] - held[b] for b in members}
+    return overs
 
 
 def _replicas_on(layout: _Layout, broker: int) -> list[Partition]:

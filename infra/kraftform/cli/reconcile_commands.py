@@ -283,6 +283,7 @@ def _apply_with_nodes(args: argparse.Namespace, specs: SpecSet, target: Target, 
     planned again against the reshaped cluster; then nothing may be left. While a host does not answer, no node
     work is done and the rest is: returns what waits ("" when nothing does)."""
     from kraftform.runtime.nodes.deployment import admin_config
+    from kraftform.runtime.nodes.docker_engine import DockerRuntime
     from kraftform.runtime.nodes.rolling import RollOptions, carry_out, cluster_work, waiting_text
 
     assert target.runtime is not None and target.work is not None
@@ -298,6 +299,8 @@ def _apply_with_nodes(args: argparse.Namespace, specs: SpecSet, target: Target, 
     if not live.plan.without_node_work().empty:
         apply_cluster(connection, specs, live, options, _progress)
     left = cluster_work(target.runtime, specs.cluster, connection)
+    if isinstance(target.runtime, DockerRuntime):
+        target.runtime.record_endpoints()
     if left.lost_hosts:
         return waiting_text(left)
     if left.to_do or left.refused:

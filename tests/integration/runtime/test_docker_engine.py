@@ -4,6 +4,8 @@ that cannot finish leaving nothing behind."""
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import shutil
 import socket
 import subprocess
@@ -18,11 +20,16 @@ from docker.errors import ImageNotFound
 from kraftform.cluster.containers import network_name
 from kraftform.cluster.topology import CONTROLLER_ID_BASE
 from kraftform.declared import load_specs
+from kraftform.errors import HostUnreachable
 from kraftform.runtime.engines.engine import docker_client
+from kraftform.runtime.nodes import deployment as dep
 from kraftform.runtime.nodes.deployment import SECRETS_FILE, STATE_FILE
 from kraftform.runtime.nodes.docker_engine import DockerRuntime
 from kraftform.specset.hosts import metrics_port as node_metrics_port
+from kraftform.versions import KAFKA_VERSION
 
+from ...conftest import SpecsCopy
+from ...unit.specset.test_hosts import with_hosts
 from ..conftest import LiveCluster, assert_hardened
 from .conftest import fixture_specs
 
@@ -210,3 +217,35 @@ def test_the_schema_registry_runs_beside_a_docker_cluster_and_keeps_its_subjects
 def _listening(port: int) -> bool:
     with socket.socket() as probe:
         return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_a_hosts_moved_endpoint_is_recorded_where_its_engine_answers_and_kept_where_it_does_not(
+        tmp_path: Path, specs_copy: SpecsCopy) -> None:
+    """Host a's engine now answers at another socket (an alias of this machine's), host b's new one answers
+    nowhere: `record_endpoints` (what `apply` and `cluster up` end with) records a's, so commands given only the
+    state directory reach it, and keeps b's old one rather than a guess."""
+    engine = tmp_path / "moved.sock"
+    engine.symlink_to(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").removeprefix("unix://"))
+    specs = with_hosts(specs_copy(), f"""\
+  hosts:
+    - {{name: host-a, docker: "unix://{engine}", address: 10.0.0.1, racks: [rack-a]}}
+    - {{name: host-b, docker: "unix://{tmp_path}/b-now.sock", address: 10.0.0.2, racks: [rack-b]}}
+    - {{name: host-c, docker: "unix://{tmp_path}/c.sock", address: 10.0.0.3, racks: [rack-c]}}
+""")
+    state = tmp_path / "state"
+    state.mkdir()
+    before = {h: {"docker": f"unix://{tmp_path}/{h}-before.sock", "tls": None, "address": a}
+              for h, a in (("host-a", "10.0.0.1"), ("host-b", "10.0.0.2"))}
+    dep.save(state, dep.Deployment("docker", "platform", "10.0.0.1:29092", 3, KAFKA_VERSION,
+                                   extra={dep.HOSTS: json.dumps(before)}))
+    runtime = DockerRuntime(state)
+    runtime.know(load_specs(specs).cluster)
+    runtime.engine("host-a").ping()
+    with pytest.raises(HostUnreachable, match="host-b"):
+        runtime.engine("host-b")
+    runtime.record_endpoints()
+    recorded = json.loads(dep.load(state).extra[dep.HOSTS])
+    assert recorded["host-a"]["docker"] == f"unix://{engine}"
+    assert recorded["host-b"] == before["host-b"]
+    assert "host-c" not in recorded  # runs nothing in the records: not theirs to learn
+    DockerRuntime(state).engine("host-a").ping()  # from the state directory alone

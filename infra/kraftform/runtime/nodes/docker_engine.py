@@ -285,6 +285,7 @@ class DockerRuntime:
             for record in deployment.nodes:
                 with published_ports(cluster.name):
                     self.engine(record.host).containers.get(record.handle).start()
+            self.record_endpoints()
         else:
             secrets = secrets or make_secrets(topo, addr, admin_password)
             image = self._image(cluster.kafka_version)
@@ -447,6 +448,18 @@ class DockerRuntime:
             known = json.loads(deployment.extra.get(dep.HOSTS, "{}")) | self._hosts
             used = {r.host for r in (*deployment.nodes, *deployment.previous.values())}
             deployment.extra[dep.HOSTS] = json.dumps({h: e for h, e in known.items() if h in used}, sort_keys=True)
+
+    def record_endpoints(self) -> None:
+        """The specs' endpoint (and TLS files) of each recorded host whose engine answered there, kept in the
+        records: after a host's engine moves (another socket, port, certificate, or the checkout holding its TLS
+        files), `apply` records where it answers now, and commands given only the state directory reach it. A host
+        that did not answer keeps what was recorded."""
+        deployment = dep.load(self.state_dir)
+        recorded = json.loads(deployment.extra.get(dep.HOSTS, "{}"))
+        moved = {h: self._hosts[h] for h in recorded if h in self._engines and self._hosts.get(h) != recorded[h]}
+        if moved:
+            deployment.extra[dep.HOSTS] = json.dumps(recorded | moved, sort_keys=True)
+            dep.save(self.state_dir, deployment)
 
     def _adopted(self, cluster: str, name: str) -> dep.NodeRecord | None:
         """The record of a container of this cluster named `name` that no record lists, started if stopped."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kraftform.specset.hosts import CONTROLLER_ID_BASE as CONTROLLER_ID_BASE  # re-exported: the cluster layer names it
+from kraftform.specset.hosts import laid_out_nodes
 from kraftform.specset.model import DEFAULT_CONTROLLER_HEAP, ClusterSpec
 
 #: Listener ports inside a node; identical on every node (each has its own address).
@@ -61,17 +62,12 @@ class Topology:
 
 
 def topology(cluster: ClusterSpec) -> Topology:
-    nodes: list[Node] = []
-    if cluster.mode == "combined":
-        for i in range(cluster.brokers):
-            roles: tuple[Role, ...] = ("broker", "controller") if i < cluster.controllers else ("broker",)
-            nodes.append(Node(i + 1, f"{cluster.name}-node-{i}", roles, cluster.rack_of(i), i,
-                              cluster.broker_heap_bytes, cluster.quick_start))
-    else:
-        for i in range(cluster.controllers):
-            nodes.append(Node(CONTROLLER_ID_BASE + i + 1, f"{cluster.name}-controller-{i}", ("controller",),
-                              heap_bytes=cluster.controller_heap_bytes, quick_start=cluster.quick_start))
-        for i in range(cluster.brokers):
-            nodes.append(Node(i + 1, f"{cluster.name}-broker-{i}", ("broker",), cluster.rack_of(i), i,
-                              cluster.broker_heap_bytes, cluster.quick_start))
+    """The nodes `specset.hosts.laid_out_nodes` numbers (one numbering for hosts, ports and records), with their
+    roles and heaps."""
+    nodes = []
+    for n in laid_out_nodes(cluster):
+        roles: tuple[Role, ...] = (*(("broker",) if n.broker else ()), *(("controller",) if n.voter else ()))
+        heap = cluster.broker_heap_bytes if n.broker else cluster.controller_heap_bytes
+        nodes.append(Node(n.node_id, n.name, roles, n.rack, n.node_id - 1 if n.broker else None, heap,
+                          cluster.quick_start))
     return Topology(cluster, tuple(nodes))

@@ -44,6 +44,12 @@ def laid_out_nodes(c: ClusterSpec) -> tuple[LaidOutNode, ...]:
             *(LaidOutNode(i + 1, f"{c.name}-broker-{i}", c.rack_of(i), True, False) for i in range(c.brokers)))
 
 
+def node_number(node_id: int) -> tuple[bool, int]:
+    """Whether a node id is a dedicated controller's, and its number among its kind (controllers from 1 after
+    CONTROLLER_ID_BASE, brokers and combined nodes their id): what ports and loopback addresses are made of."""
+    return (True, node_id - CONTROLLER_ID_BASE) if node_id > CONTROLLER_ID_BASE else (False, node_id)
+
+
 def listener_ports(base_port: int, node_id: int, broker_index: int | None, controller: bool) -> dict[str, int]:
     """A node's listener ports on its host, from the external listener's base port: brokers base + index
     (clients) and base + 100 + index (between brokers), controllers base + 200 + their index. Every node of the
@@ -52,8 +58,7 @@ def listener_ports(base_port: int, node_id: int, broker_index: int | None, contr
     if broker_index is not None:
         out |= {"CLIENT": base_port + broker_index, "INTERNAL": base_port + 100 + broker_index}
     if controller:
-        index = node_id - CONTROLLER_ID_BASE if node_id > CONTROLLER_ID_BASE else node_id
-        out["CONTROLLER"] = base_port + 200 + index - 1
+        out["CONTROLLER"] = base_port + 200 + node_number(node_id)[1] - 1
     return out
 
 
@@ -61,7 +66,8 @@ def metrics_port(base_port: int, node_id: int) -> int:
     """Where a node serves its metrics on its host (or, off hosts, is published on this machine's loopback): from
     the base port and the node id, so an added node moves nobody (brokers base+300+id, controllers
     base+400+id-1000)."""
-    return base_port + (400 + node_id - CONTROLLER_ID_BASE if node_id > CONTROLLER_ID_BASE else 300 + node_id)
+    controller, number = node_number(node_id)
+    return base_port + (400 if controller else 300) + number
 
 
 def node_ports(c: ClusterSpec, node: LaidOutNode) -> dict[str, int]:

@@ -36,7 +36,6 @@ from kraftform.cluster.render import (
 )
 from kraftform.cluster.topology import (
     CLIENT_PORT,
-    CONTROLLER_ID_BASE,
     CONTROLLER_PORT,
     Node,
     Role,
@@ -48,6 +47,7 @@ from kraftform.kafka.health import ClusterHealth, wait_healthy
 from kraftform.plan.nodes import NodePlan, node_plan
 from kraftform.runtime.nodes import class_archive
 from kraftform.runtime.nodes import deployment as dep
+from kraftform.specset.hosts import node_number
 from kraftform.specset.model import DEFAULT_BROKER_HEAP, DEFAULT_CONTROLLER_HEAP, ClusterSpec
 from kraftform.statefiles import write_atomic
 from kraftform.waiting import until
@@ -151,7 +151,8 @@ def local_host(node_id: int, state_dir: Path) -> str:
     """From the node id, never its position, so an added node moves nobody: brokers (and combined nodes) on
     127.A.0.<id>, dedicated controllers on 127.A.1.<id - 1000>."""
     base = loopback_base(state_dir)
-    return f"{base}1.{node_id - CONTROLLER_ID_BASE}" if node_id > CONTROLLER_ID_BASE else f"{base}0.{node_id}"
+    controller, number = node_number(node_id)
+    return f"{base}{int(controller)}.{number}"
 
 
 def local_addressing(topo: Topology, state_dir: Path) -> Addressing:

@@ -5,14 +5,12 @@ up` runs them). What `kraftform connect`, `kraftform status` and the pytest plug
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from docker.errors import NotFound
 from docker.models.containers import Container
 
 from kraftform.cluster.connect import rest_port
@@ -34,7 +32,7 @@ from kraftform.runtime.connect.jvm_workers import (
     running_pids,
     stop_recorded,
 )
-from kraftform.runtime.engines.engine import docker_client
+from kraftform.runtime.engines.engine import docker_client, stop_and_remove
 from kraftform.runtime.nodes import deployment as dep
 from kraftform.runtime.nodes.docker_engine import answering_engines, recorded_addresses
 from kraftform.specset.model import ConnectSpec, SpecSet
@@ -164,9 +162,7 @@ def stop_undeclared(state_dir: Path, name: str) -> int:
     if dep.load(state_dir).runtime == "docker":
         found = _recorded_containers(state_dir, name, running_only=False)
         for container in found:
-            with contextlib.suppress(NotFound):
-                container.stop(timeout=30)
-                container.remove(force=True)
+            stop_and_remove(container)
         return len(found)
     return stop_recorded([state_dir / "connect" / name])
 

@@ -55,8 +55,7 @@ from kraftform.runtime.connect.jvm_workers import (
     START_TIMEOUT_S,
     serves,
 )
-from kraftform.runtime.engines.engine import host_config, owned_tar
-from kraftform.runtime.nodes.local import last_error_line
+from kraftform.runtime.engines.engine import ended_saying, host_config, owned_tar, stop_and_remove
 from kraftform.specset.model import ConnectSpec
 from kraftform.versions import CONNECT_VERSION
 from kraftform.waiting import poll
@@ -294,7 +293,7 @@ class DockerConnectWorkers:
                 continue
             if container is not None:
                 progress(f"{self.d.spec.name}: making worker {index} again (its configuration changed) ...")
-                self._remove(container)
+                stop_and_remove(container)
             else:
                 progress(f"{self.d.spec.name}: starting worker {index} on https://{self.d.address(index)}:"
                          f"{rest_port(self.d.spec, index)} ...")
@@ -302,7 +301,7 @@ class DockerConnectWorkers:
             self._wait_up(index, timeout)
         for index, extra in sorted(found.items()):
             progress(f"{self.d.spec.name}: removing worker {index} (no longer declared) ...")
-            self._remove(extra)
+            stop_and_remove(extra)
 
     def _create(self, index: int, digest: str, plugins: Mapping[str, Path], home: Path) -> Container:
         d, name, client, host = self.d, self.d.name(index), self.engine(index), self.d.host(index)
@@ -332,21 +331,13 @@ class DockerConnectWorkers:
         container.put_archive("/", owned_tar(entries, trees, (files.logins, APPLIED_LOGINS)))
         return container
 
-    def _remove(self, container: Container) -> None:
-        with contextlib.suppress(NotFound):
-            container.stop(timeout=30)  # SIGTERM: the worker commits its offsets and leaves the group
-            container.remove(force=True)
-
     def _wait_up(self, index: int, timeout: float) -> None:
         name = self.d.name(index)
 
         def answered() -> None:
-            container = self.engine(index).containers.get(name)
-            # Docker starts a worker that stops on an error again (its restart policy): one restart is a failure.
-            if container.status in ("exited", "dead", "restarting") or container.attrs.get("RestartCount"):
-                log = container.logs(tail=200).decode(errors="replace")
-                raise ClusterUnhealthy(f"Connect worker {name} exited: {last_error_line(log)} "
-                                       f"(docker logs {name})")
+            ended = ended_saying(self.engine(index).containers.get(name), f"Connect worker {name}")
+            if ended:
+                raise ClusterUnhealthy(ended)
             serves(self.rest(index, timeout=10))
 
         poll(f"Connect worker {name} to serve its REST API", timeout, answered, interval=1.0)
@@ -355,6 +346,6 @@ class DockerConnectWorkers:
         """Every worker container of this Connect cluster stopped and removed; their names."""
         found = self.containers()
         for container in found.values():
-            self._remove(container)
+            stop_and_remove(container)
         return sorted(c.name or "" for c in found.values())
 

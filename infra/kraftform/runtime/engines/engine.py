@@ -33,6 +33,7 @@ from kraftform.cluster.containers import (
     Healthcheck,
 )
 from kraftform.errors import EnvironmentMissing, HostUnreachable
+from kraftform.runtime.nodes.local import last_error_line
 from kraftform.waiting import until
 
 
@@ -156,6 +157,24 @@ def attached(client: docker.DockerClient, cluster: str, label: str = LABEL_CLUST
     return sorted((c for c in found if LABEL_NODE not in c.labels), key=lambda c: c.name or "")
 
 
+def stop_and_remove(container: Container, timeout: int = 30) -> None:
+    """SIGTERM (what it runs leaves cleanly: a worker commits its offsets, a database closes its file), SIGKILL after
+    `timeout` s, then removed; a container already gone is no error."""
+    with contextlib.suppress(NotFound):
+        container.stop(timeout=timeout)
+        container.remove(force=True)
+
+
+def ended_saying(container: Container, what: str) -> str | None:
+    """Why `what` (its container) ended, from the last error line of its log; None while it runs. A container
+    Docker started again by its restart policy has ended once: a service that stops on an error would otherwise
+    be seen up between two runs."""
+    if container.status not in ("exited", "dead", "restarting") and not container.attrs.get("RestartCount"):
+        return None
+    log = container.logs(tail=200).decode(errors="replace")
+    return f"{what} exited: {last_error_line(log)} (docker logs {container.name})"
+
+
 def remove_attached(client: docker.DockerClient, cluster: str, labels: Sequence[str], purge: bool) -> list[str]:
     """Stop (SIGTERM, then SIGKILL after 60 s) and remove the attached containers carrying any of `labels`;
     with `purge`, then their volumes (which they may share). Returns their names."""
@@ -163,9 +182,7 @@ def remove_attached(client: docker.DockerClient, cluster: str, labels: Sequence[
     volumes: set[str] = set()
     for _name, container in sorted(found.items()):
         volumes |= {m["Name"] for m in container.attrs.get("Mounts", []) if m.get("Type") == "volume"}
-        with contextlib.suppress(NotFound):
-            container.stop(timeout=60)
-            container.remove(force=True)
+        stop_and_remove(container, 60)
     for volume in sorted(volumes) if purge else ():
         with contextlib.suppress(NotFound):
             client.volumes.get(volume).remove(force=True)

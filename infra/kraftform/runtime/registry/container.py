@@ -23,9 +23,8 @@ from docker.models.containers import Container
 from kraftform.cluster.certificates import KeyPair
 from kraftform.cluster.containers import CONTAINER_UID, LABEL_CLUSTER, memory_limit
 from kraftform.registry_app import ensure_registry
-from kraftform.runtime.engines.engine import docker_client, host_config, owned_tar
+from kraftform.runtime.engines.engine import docker_client, ended_saying, host_config, owned_tar, stop_and_remove
 from kraftform.runtime.nodes import deployment as dep
-from kraftform.runtime.nodes.local import last_error_line
 from kraftform.runtime.registry.base import START_TIMEOUT_S, KraftformRegistry, Progress
 from kraftform.specset.model import RegistrySpec
 
@@ -115,7 +114,7 @@ class DockerRegistry(KraftformRegistry):
         if container is not None:
             progress(f"making the schema registry container {self.name} again (its configuration changed; its "
                      f"subjects stay on {data_volume(self.cluster)}) ...")
-            self._remove(container)
+            stop_and_remove(container)
         else:
             progress(f"starting the schema registry on {self.url} (container {self.name}) ...")
         self._create(app, digest).start()
@@ -149,18 +148,9 @@ class DockerRegistry(KraftformRegistry):
             container = self._container()
             if container is None:
                 return f"the schema registry container {self.name} is gone"
-            if container.status in ("exited", "dead", "restarting") or container.attrs.get("RestartCount"):
-                log = container.logs(tail=200).decode(errors="replace")
-                return f"the schema registry container {self.name} exited: {last_error_line(log)} " \
-                       f"(docker logs {self.name})"
-            return None
+            return ended_saying(container, f"the schema registry container {self.name}")
 
         self.wait_answered(timeout, failed)
-
-    def _remove(self, container: Container) -> None:
-        with contextlib.suppress(NotFound):
-            container.stop(timeout=30)  # SIGTERM: H2 closes its file
-            container.remove(force=True)
 
     def down(self, purge: bool = False) -> None:
         """Stop the container (kept, with its volume, for `cluster down --purge` to remove with the cluster's);
@@ -170,7 +160,7 @@ class DockerRegistry(KraftformRegistry):
             with contextlib.suppress(NotFound):
                 container.stop(timeout=30)
             if purge:
-                self._remove(container)
+                stop_and_remove(container)
         if purge:
             with contextlib.suppress(NotFound):
                 self.client_docker.volumes.get(data_volume(self.cluster)).remove(force=True)
